@@ -1,0 +1,45 @@
+# The two commands of the README are the contract: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+ROOT := $(abspath .)
+AIRFLOW_PY := $(ROOT)/.venv/airflow/bin/python
+KFP_PY := $(ROOT)/.venv/kfp/bin/python
+
+include tests/cluster/cluster.mk
+
+.PHONY: help venvs lint test test-unit demo bench clean
+
+help:
+	@echo "make test       lint + all tests (both environments) against the local control plane"
+	@echo "make demo       bring up the devcluster (building it if needed) and run the main job"
+	@echo "make test-unit  fast tests that need no cluster"
+	@echo "make lint       ruff, mypy --strict on jobset_core, import-linter contracts"
+	@echo "make bench      benchmarks (ratios against anchors measured in the same run)"
+	@echo "make cluster-up / cluster-down / cluster-status"
+
+venvs:
+	@scripts/venv.sh airflow
+	@scripts/venv.sh kfp
+
+lint: venvs
+	.venv/airflow/bin/ruff check .
+	.venv/airflow/bin/ruff format --check .
+	.venv/airflow/bin/mypy
+	.venv/kfp/bin/mypy
+	cd $(ROOT) && .venv/airflow/bin/lint-imports --no-cache
+
+test: venvs
+	@scripts/test.sh
+
+test-unit: venvs
+	$(AIRFLOW_PY) -m pytest -m "not cluster" -q tests
+	$(KFP_PY) -m pytest -m "not cluster" -q tests/core tests/kfp
+
+demo: venvs
+	@scripts/demo.sh
+
+bench: venvs
+	$(AIRFLOW_PY) benchmarks/run.py
+
+clean:
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,170 @@
+"""The project's own error tree.
+
+Adapters translate these into their framework's failures (an ``AirflowException``, a non-zero
+exit of a KFP step); the core never exits the process and never raises framework errors.
+
+::
+
+    JobSetError
+    ├── SpecError            bad input: every problem with its field path, before anything is created
+    └── ApiError             the API server said no; keeps the Kubernetes ``Status``
+        ├── Invalid          422 (causes listed)
+        ├── Forbidden        403 (with an RBAC hint)
+        ├── NotFound         404
+        ├── Conflict         409 (AlreadyExists / resourceVersion conflicts)
+        ├── Gone             410 (a watch's resourceVersion is too old: relist)
+        ├── TooManyRequests  429 (retried with backoff before it surfaces)
+        └── ServerError      5xx (retried with backoff before it surfaces)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ApiError",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "JobSetError",
+    "NotFound",
+    "Problem",
+    "ServerError",
+    "SpecError",
+    "TooManyRequests",
+    "format_path",
+]
+
+
+def format_path(loc: Iterable[str | int]) -> str:
+    """Render a location tuple as a field path: ``("spec", "replicatedJobs", 0)`` → ``spec.replicatedJobs[0]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with a JobSet, found before anything is sent to a cluster.
+
+    Attributes:
+        path: The field path in API (camelCase) spelling, e.g. ``spec.replicatedJobs[1].name``.
+        message: What is wrong, in words a user can act on.
+        rule: A short stable identifier of the rule that failed (e.g. ``dns1035-label``).
+    """
+
+    path: str
+    message: str
+    rule: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class JobSetError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class SpecError(JobSetError, ValueError):
+    """A JobSet (or its source) is not acceptable. Lists every problem at once."""
+
+    def __init__(self, problems: Iterable[Problem], source: str | None = None) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        lines = [f"{prefix}{p}" for p in self.problems] or [f"{prefix}invalid JobSet"]
+        super().__init__("\n".join(lines))
+
+
+class ApiError(JobSetError):
+    """The Kubernetes API answered with an error status.
+
+    Attributes:
+        status: HTTP status code.
+        reason: ``Status.reason`` (``NotFound``, ``AlreadyExists``, ``Invalid``, ...).
+        message: ``Status.message`` or a truncated text body.
+        details: ``Status.details`` when the body was a ``Status`` object.
+        retry_after: seconds from a ``Retry-After`` header, when present.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        details: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+        self.retry_after = retry_after
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        head = f"{self.status} {self.reason}".strip()
+        return f"{head}: {self.message}" if self.message else head
+
+
+class Invalid(ApiError):
+    """422: the server rejected the object; ``causes`` names each bad field."""
+
+    @property
+    def causes(self) -> list[Problem]:
+        """The server's causes as problems (field path and message)."""
+        out = []
+        for cause in self.details.get("causes") or []:
+            out.append(
+                Problem(
+                    path=str(cause.get("field", "")),
+                    message=str(cause.get("message", "")),
+                    rule=str(cause.get("reason", "")),
+                )
+            )
+        return out
+
+
+class Forbidden(ApiError):
+    """403: the identity lacks a permission (see ``rbac_hint``)."""
+
+    @property
+    def rbac_hint(self) -> str:
+        """Which verb on which resource is missing, as far as the Status tells."""
+        kind = self.details.get("kind", "")
+        group = self.details.get("group", "")
+        resource = f"{kind}.{group}" if group else str(kind)
+        return (
+            f"the client's identity may not perform this request on {resource or 'this resource'}; "
+            "grant it with a Role/RoleBinding (see kfp_components/rbac/ for the rules we need)"
+        )
+
+    def _text(self) -> str:
+        return f"{super()._text()} ({self.rbac_hint})"
+
+
+class NotFound(ApiError):
+    """404: the object (or the API) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: the object already exists or was changed meanwhile."""
+
+
+class Gone(ApiError):
+    """410: the requested resourceVersion is too old; the watcher must relist."""
+
+
+class TooManyRequests(ApiError):
+    """429: throttled; retried with backoff that honours ``Retry-After``."""
+
+
+class ServerError(ApiError):
+    """5xx: the server failed; retried with backoff."""

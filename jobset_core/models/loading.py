@@ -1,0 +1,163 @@
+"""Loading JobSets from what users have at hand, and dumping them back.
+
+Accepted sources: a :class:`JobSet`, a mapping, a YAML/JSON string (one or many documents),
+a path to a ``.yaml``/``.yml``/``.json`` file, or objects of the official ``kubernetes`` client
+anywhere inside a mapping. Every problem is reported at once, with its field path; unknown
+fields are errors unless ``allow_unknown_fields=True`` (to carry fields newer than the models).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from jobset_core.errors import Problem, SpecError, format_path
+from jobset_core.models._base import to_plain, unknown_fields
+from jobset_core.models.jobset import JobSet
+from jobset_core.resources import JOBSET
+
+__all__ = ["JobSetSource", "dump_yaml", "load_jobset", "load_jobsets"]
+
+JobSetSource = JobSet | Mapping[str, Any] | str | os.PathLike[str]
+
+_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_jobset(source: JobSetSource, *, allow_unknown_fields: bool = False) -> JobSet:
+    """Load exactly one JobSet; see :func:`load_jobsets` for the accepted sources.
+
+    Raises:
+        SpecError: the source holds no JobSet, several, or an invalid one.
+    """
+    jobsets = load_jobsets(source, allow_unknown_fields=allow_unknown_fields)
+    if len(jobsets) != 1:
+        raise SpecError(
+            [Problem("", f"expected exactly one JobSet, found {len(jobsets)}", "one-document")],
+            _describe(source),
+        )
+    return jobsets[0]
+
+
+def load_jobsets(source: JobSetSource, *, allow_unknown_fields: bool = False) -> list[JobSet]:
+    """Load every JobSet of a source (all documents of a multi-document YAML).
+
+    Raises:
+        SpecError: with one :class:`Problem` per wrong field of every document.
+    """
+    if isinstance(source, JobSet):
+        documents: list[Any] = [source.to_dict()]
+    elif isinstance(source, Mapping):
+        documents = [source]
+    else:
+        documents = _read_documents(source)
+    label = _describe(source)
+    jobsets: list[JobSet] = []
+    problems: list[Problem] = []
+    multi = len(documents) > 1
+    for index, document in enumerate(documents):
+        prefix: tuple[str | int, ...] = (f"<document {index}>",) if multi else ()
+        try:
+            jobsets.append(_parse(document, allow_unknown_fields, prefix))
+        except SpecError as err:
+            problems.extend(err.problems)
+    if problems:
+        raise SpecError(problems, label)
+    return jobsets
+
+
+def dump_yaml(objects: JobSet | Iterable[JobSet | Mapping[str, Any]]) -> str:
+    """Dump one or many objects as (multi-document) YAML in API spelling, keys in given order."""
+    items = [objects] if isinstance(objects, JobSet) else list(objects)
+    plain = [item.to_dict() if isinstance(item, JobSet) else to_plain(item) for item in items]
+    return yaml.safe_dump_all(plain, sort_keys=False, default_flow_style=False)
+
+
+def _describe(source: Any) -> str | None:
+    if isinstance(source, os.PathLike):
+        return os.fspath(source)
+    if isinstance(source, str) and _looks_like_path(source):
+        return source
+    return None
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and text.strip().lower().endswith(_FILE_SUFFIXES)
+
+
+def _read_documents(source: str | os.PathLike[str]) -> list[Any]:
+    if isinstance(source, os.PathLike) or _looks_like_path(source):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise SpecError([Problem("", f"cannot read {path}: {err.strerror}", "read")]) from err
+    else:
+        text = source
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as err:
+        where = ""
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(err, "problem", None) or str(err)
+        raise SpecError([Problem("", f"not valid YAML{where}: {problem}", "yaml")], _describe(source)) from err
+
+
+def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) -> JobSet:
+    data = to_plain(document)
+    if not isinstance(data, dict):
+        raise SpecError([Problem(format_path(prefix), "expected a mapping (a JobSet object)", "type")])
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if kind != JOBSET.kind or api_version != JOBSET.api_version:
+        raise SpecError(
+            [
+                Problem(
+                    format_path(prefix),
+                    f"expected kind JobSet, apiVersion {JOBSET.api_version}; "
+                    f"got kind {kind!r}, apiVersion {api_version!r}",
+                    "kind",
+                )
+            ]
+        )
+    problems: list[Problem] = []
+    if not allow_unknown:
+        problems = [
+            Problem(
+                format_path((*prefix, *loc)),
+                "unknown field (not part of jobset.x-k8s.io/v1alpha2 v0.12.0; "
+                "pass allow_unknown_fields=True to carry fields newer than the models)",
+                "unknown-field",
+            )
+            for loc in unknown_fields(JobSet, data)
+        ]
+    try:
+        jobset = JobSet.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(sorted([*problems, *_problems_from_pydantic(err, prefix)])) from err
+    if problems:
+        raise SpecError(problems)
+    return jobset
+
+
+def _problems_from_pydantic(err: ValidationError, prefix: tuple[str | int, ...]) -> list[Problem]:
+    problems = []
+    for item in err.errors(include_url=False):
+        loc = tuple(part for part in item["loc"] if not _is_pydantic_tag(part))
+        message = item["msg"]
+        if item["type"] == "literal_error":
+            message = f"must be one of {item.get('ctx', {}).get('expected', '')}; got {item['input']!r}"
+        elif item["type"] == "missing":
+            message = "required field is missing"
+        problems.append(Problem(format_path((*prefix, *loc)), message, item["type"]))
+    return problems
+
+
+def _is_pydantic_tag(part: Any) -> bool:
+    # pydantic inserts validator tags such as "function-after[...]" into locations.
+    return isinstance(part, str) and ("[" in part or part.startswith("function-"))

@@ -1,0 +1,31 @@
+"""Where JobSets and their children live on the API server.
+
+Models are pure data; API coordinates (group, version, plural, kind) are kept here, apart
+from them, so the client layer is the only place that turns a model into a request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["JOB", "JOBSET", "SERVICE", "ApiResource"]
+
+
+@dataclass(frozen=True)
+class ApiResource:
+    """API coordinates of one namespaced resource kind."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` string of objects of this kind."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+JOBSET = ApiResource(group="jobset.x-k8s.io", version="v1alpha2", kind="JobSet", plural="jobsets")
+JOB = ApiResource(group="batch", version="v1", kind="Job", plural="jobs")
+SERVICE = ApiResource(group="", version="v1", kind="Service", plural="services")

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Prepare one side's Python environment: .venv/<side> (airflow | kfp).
+#
+# The environment is rebuilt only when its inputs change: the lock file of the side,
+# pyproject.toml, the Python version and the uv version are hashed into .venv/<side>/.stamp.
+# uv's own download/wheel cache lives outside the repo, so a rebuild on a warm machine takes
+# seconds. Everything comes from PyPI through the project's own files: nothing installed by
+# hand is assumed.
+set -euo pipefail
+side=${1:?usage: scripts/venv.sh airflow|kfp}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset
+uv_version=0.13.8
+python=${PYTHON:-python3}
+uv_dir=$cache/uv-$uv_version
+uv=$uv_dir/bin/uv
+
+if [ ! -x "$uv" ]; then
+  echo "[venv] bootstrapping uv $uv_version into $uv_dir"
+  rm -rf "$uv_dir"
+  "$python" -m venv "$uv_dir"
+  "$uv_dir/bin/pip" install -q "uv==$uv_version"
+fi
+
+lock=$root/requirements/$side.txt
+venv=$root/.venv/$side
+pyver=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
+key=$(cat "$lock" "$root/pyproject.toml" | sha256sum | cut -c1-16)-py$pyver-uv$uv_version
+if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$key" ] && [ -x "$venv/bin/python" ]; then
+  exit 0
+fi
+echo "[venv] building .venv/$side (key $key)"
+start=$(date +%s)
+rm -rf "$venv"
+"$uv" venv -q --python "$python" "$venv"
+export UV_CACHE_DIR=$cache/uv-cache
+"$uv" pip install -q --python "$venv/bin/python" -r "$lock"
+"$uv" pip install -q --python "$venv/bin/python" --no-deps -e "$root"
+echo "$key" > "$venv/.stamp"
+echo "[venv] .venv/$side ready in $(( $(date +%s) - start ))s"
