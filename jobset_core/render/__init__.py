@@ -1,0 +1,34 @@
+"""Render a JobSet into the headless Service and child Jobs the upstream controller creates.
+
+Pure and order-stable: :func:`render` mirrors the JobSet controller v0.12.0
+(``constructJob``, ``labelAndAnnotateObject``, ``createHeadlessSvcIfNecessary``) so that the
+native backend, which creates the objects itself on clusters without the controller, creates
+exactly what the controller would.
+
+One deliberate option differs from upstream: exclusive placement. Upstream leaves the pod
+template alone and a pod webhook adds, per pod, required podAffinity/podAntiAffinity (leader)
+or a nodeSelector copied from the leader's node (followers). ``placement="affinity"`` instead
+renders required podAffinity ``job-key In [own]`` and podAntiAffinity ``job-key Exists,
+NotIn [own]`` on the topology key into the pod template of every pod of the Job, which the
+scheduler alone enforces. ``docs/rendering.md`` lists the differences.
+"""
+
+from jobset_core.render._job import Placement
+from jobset_core.render._placement import exclusive_affinity_terms
+from jobset_core.render._render import (
+    PLACEMENTS,
+    headless_service,
+    jobset_owner_reference,
+    render,
+)
+from jobset_core.render._result import RenderedJobSet
+
+__all__ = [
+    "PLACEMENTS",
+    "Placement",
+    "RenderedJobSet",
+    "exclusive_affinity_terms",
+    "headless_service",
+    "jobset_owner_reference",
+    "render",
+]
