@@ -42,7 +42,8 @@ def to_plain(value: Any) -> Any:
     plain JSON-shaped data the API server would send, recursively.
 
     Objects are recognised by shape (``openapi_types`` + ``attribute_map``), so this module does
-    not import either client. Timestamps become RFC 3339 strings; ``None`` attributes are dropped.
+    not import either client. Timestamps become RFC 3339 strings; ``None`` attributes and ``null``
+    mapping values are dropped, as the API server prunes them.
     """
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -54,7 +55,8 @@ def to_plain(value: Any) -> Any:
                 out[key] = to_plain(item)
         return out
     if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in value.items()}
+        # A null field is an absent field (the API server prunes nulls before it stores).
+        return {str(k): to_plain(v) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     if isinstance(value, _dt.datetime):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from jobset_core.models._base import Bool, Int32, K8sModel, NonNegInt32, Str, to_plain
 from jobset_core.models.meta import Condition, EmbeddedObjectMeta, ObjectMeta
@@ -224,6 +224,16 @@ class JobSet(K8sModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: JobSetSpec = Field(default_factory=JobSetSpec)
     status: JobSetStatus | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unwritten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # ``metadata`` and ``spec`` default to empty objects for convenience; a dump shows them
+        # only when written (or filled in since), so a document without them round-trips.
+        data: dict[str, Any] = handler(self)
+        for key in ("metadata", "spec"):
+            if key not in self.model_fields_set and data.get(key) == {}:
+                del data[key]
+        return data
 
     @property
     def name(self) -> str:

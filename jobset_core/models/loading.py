@@ -79,7 +79,7 @@ def dump_yaml(objects: JobSet | Iterable[JobSet | Mapping[str, Any]]) -> str:
 
 def _describe(source: Any) -> str | None:
     if isinstance(source, os.PathLike):
-        return os.fspath(source)
+        return str(os.fspath(source))
     if isinstance(source, str) and _looks_like_path(source):
         return source
     return None
