@@ -38,8 +38,9 @@ def construct_job(
     exclusive = exclusive_annotations(jobset, rjob)
     stamp(meta, identity, exclusive)
     pod_template = spec.setdefault("template", {})
-    if "metadata" not in pod_template:  # keep the API's key order: metadata before spec
-        spec["template"] = pod_template = {"metadata": {}, **pod_template}
+    if pod_template.get("metadata") is None:  # keep the API's key order: metadata first
+        rest = {key: value for key, value in pod_template.items() if key != "metadata"}
+        spec["template"] = pod_template = {"metadata": {}, **rest}
     pod_meta = pod_template["metadata"]
     stamp(pod_meta, identity, exclusive)
     pod_spec = pod_template.setdefault("spec", {})
