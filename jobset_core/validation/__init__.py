@@ -1,0 +1,144 @@
+"""Validation of a JobSet before anything is sent to a cluster: every problem at once.
+
+:func:`validate` runs, on the object :func:`jobset_core.with_defaults` produces (the upstream
+webhook validates the defaulted object too; defaults never move or rename a field, so every
+path is one the user wrote or can add):
+
+1. the model's own rules (types, enums, required fields, unknown fields), as loading does;
+2. the upstream validating webhook's create rules and the CRD's rules (:mod:`._jobset`);
+3. the embedded Job template against the Kubernetes ``batch/v1`` schema of the installed
+   ``kubernetes`` client (:mod:`._k8s_schema`), and PVC templates against ``core/v1``;
+4. the Kubernetes Job rules that upstream only meets when it creates the child Jobs, as a
+   ``JobCreationFailed`` event on a JobSet that never fails (:mod:`._job`).
+
+Each :class:`~jobset_core.errors.Problem` has a field path in API spelling
+(``spec.replicatedJobs[1].dependsOn[0].name``), a message and a stable ``rule`` id. Problems
+are sorted by path (indexes compared as numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jobset_core.defaults import with_defaults
+from jobset_core.errors import Problem, SpecError
+from jobset_core.models import JobSet, load_jobset
+from jobset_core.validation import _job, _jobset, _k8s_schema
+from jobset_core.validation._common import Collector, as_map, as_str, sort_problems
+
+__all__ = ["FEATURE_GATES", "ensure_valid", "validate"]
+
+#: The upstream controller's feature gates (v0.12.0) and their defaults.
+FEATURE_GATES: Mapping[str, bool] = {
+    "ElasticJobSet": False,
+    "InPlaceRestart": False,
+    "RestartJob": False,
+    "TLSOptions": True,
+}
+
+
+def validate(
+    jobset: JobSet,
+    *,
+    feature_gates: Mapping[str, bool] | None = None,
+    allow_unknown_fields: bool = False,
+) -> list[Problem]:
+    """Every problem of ``jobset``, as the API server, the upstream webhook and Kubernetes'
+    Job validation would find them (and a few they find too late); empty when valid.
+
+    Args:
+        jobset: The JobSet as the user wrote it (defaults are applied here, not required).
+        feature_gates: The controller's feature gates (``InPlaceRestart``, ``RestartJob``...),
+            merged over :data:`FEATURE_GATES`.
+        allow_unknown_fields: Accept fields the installed models and ``kubernetes`` client do
+            not know (e.g. a Job field newer than the client); they are carried, not checked.
+
+    Raises:
+        ValueError: ``feature_gates`` names a gate upstream does not have.
+    """
+    gates = _gates(feature_gates)
+    out = Collector()
+    out.problems.extend(_model_problems(jobset, allow_unknown_fields))
+    defaulted = with_defaults(jobset)
+    _job.check_metadata(out, jobset.metadata.to_dict(), ("metadata",))
+    _jobset.check_jobset(out, defaulted, gates)
+    claims = _claim_names(defaulted)
+    for index, (raw, rjob) in enumerate(
+        zip(jobset.replicated_jobs, defaulted.replicated_jobs, strict=True)
+    ):
+        loc = ("spec", "replicatedJobs", index, "template")
+        out.problems.extend(
+            _k8s_schema.check_object(
+                rjob.template.spec,
+                "V1JobSpec",
+                (*loc, "spec"),
+                allow_unknown_fields=allow_unknown_fields,
+            )
+        )
+        if rjob.template.metadata is not None:
+            _job.check_metadata(out, rjob.template.metadata.to_dict(), (*loc, "metadata"))
+        _job.check_job_spec(
+            out,
+            rjob.template.spec,
+            (*loc, "spec"),
+            mode_defaulted=raw.template.spec.get("completionMode") is None,
+            claim_names=claims,
+            added_labels=_jobset.added_pod_labels(defaulted, rjob),
+        )
+    for p_index, policy in enumerate(defaulted.spec.volume_claim_policies or []):
+        for t_index, template in enumerate(policy.templates or []):
+            out.problems.extend(
+                _k8s_schema.check_object(
+                    template,
+                    "V1PersistentVolumeClaim",
+                    ("spec", "volumeClaimPolicies", p_index, "templates", t_index),
+                    allow_unknown_fields=allow_unknown_fields,
+                )
+            )
+    return sort_problems(out.problems)
+
+
+def ensure_valid(
+    jobset: JobSet,
+    *,
+    feature_gates: Mapping[str, bool] | None = None,
+    allow_unknown_fields: bool = False,
+) -> JobSet:
+    """Return ``jobset`` unchanged if :func:`validate` finds nothing.
+
+    Raises:
+        SpecError: with every problem found.
+    """
+    problems = validate(
+        jobset, feature_gates=feature_gates, allow_unknown_fields=allow_unknown_fields
+    )
+    if problems:
+        raise SpecError(problems)
+    return jobset
+
+
+def _gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
+    unknown = sorted(set(feature_gates or {}) - set(FEATURE_GATES))
+    if unknown:
+        raise ValueError(f"unknown feature gate(s) {unknown}; known: {sorted(FEATURE_GATES)}")
+    return {**FEATURE_GATES, **(feature_gates or {})}
+
+
+def _model_problems(jobset: JobSet, allow_unknown_fields: bool) -> list[Problem]:
+    # The models check types, enums and required fields on construction, but a JobSet can be
+    # built without validation (model_construct) or carry unknown fields: check again.
+    try:
+        load_jobset(jobset.to_dict(), allow_unknown_fields=allow_unknown_fields)
+    except SpecError as err:
+        return list(err.problems)
+    return []
+
+
+def _claim_names(jobset: JobSet) -> set[str]:
+    names = set()
+    for policy in jobset.spec.volume_claim_policies or []:
+        for template in policy.templates or []:
+            name = as_str(as_map(as_map(template).get("metadata")).get("name"))
+            if name:
+                names.add(name)
+    return names

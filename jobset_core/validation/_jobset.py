@@ -1,0 +1,462 @@
+"""The JobSet's own rules: the upstream validating webhook's ``ValidateCreate`` and the CRD.
+
+Mirrors ``pkg/webhooks/jobset_webhook.go`` (v0.12.0) and the CRD's schema/CEL rules, on the
+defaulted object (the webhook validates what the mutating webhook produced). Messages are
+upstream's where upstream has one; paths point at the field to change (upstream reports many
+of these errors without a path).
+
+Deliberate differences (stricter, all are failures upstream too, only later or worse):
+
+* every problem is reported, where upstream stops early (coordinator checks, a RestartJob
+  action without its gate);
+* a replicated job that depends on itself is rejected (upstream accepts it; it never starts);
+* the JobSet name must be a DNS-1035 label on its own (upstream only checks the generated Job
+  names, which fails for the same names with a less direct message);
+* ``replicas >= 0`` (a CRD ``minimum`` only on upstream main, not in v0.12.0).
+
+Not mirrored: the check against an existing PersistentVolumeClaim (needs the cluster; the
+server reports it at create time).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from jobset_core.labels import COORDINATOR, GROUP_NAME, JOBSET_NAME, REPLICATED_JOB_NAME
+from jobset_core.models import JobSet, ReplicatedJob
+from jobset_core.models.jobset import JOB_FAILURE_REASONS
+from jobset_core.validation import _names
+from jobset_core.validation._common import Collector, Loc, as_int, as_list, as_map, as_str
+
+__all__ = ["added_pod_labels", "check_jobset", "effective_name"]
+
+_MAX_INT32 = 2**31 - 1
+_MAX_RESTART_JOB_REPLICAS = 1024
+_MAX_DEPENDS_ON = 5
+_MAX_VOLUME_CLAIM_POLICIES = 50
+_MAX_PVC_NAME = 63
+_RULE_NAME_RE = re.compile("[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+_GENERATED_SUFFIX = "abcde"  # the API server appends 5 random characters to generateName
+
+_JOB_NAME_TOO_LONG = (
+    "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
+)
+_POD_NAME_TOO_LONG = (
+    "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
+)
+_GROUP_NAME_TOO_LONG = (
+    ".spec.replicatedJob[].groupName is too long, must be less than 63 characters"
+)
+_SUBDOMAIN_TOO_LONG = ".spec.network.subdomain is too long, must be less than 63 characters"
+
+
+def effective_name(jobset: JobSet) -> str:
+    """The name the webhook sees: ``metadata.name``, or ``generateName`` plus 5 characters."""
+    if jobset.metadata.name:
+        return jobset.metadata.name
+    prefix = jobset.metadata.generate_name or ""
+    return prefix[: 63 - len(_GENERATED_SUFFIX)] + _GENERATED_SUFFIX if prefix else ""
+
+
+def check_jobset(out: Collector, js: JobSet, gates: Mapping[str, bool]) -> None:
+    """Check a defaulted JobSet against the webhook's create rules and the CRD's rules."""
+    name_ok = _check_name(out, js)
+    _check_network(out, js)
+    _check_managed_by(out, js)
+    names = [rjob.name for rjob in js.replicated_jobs]
+    _check_replicated_job_list(out, js)
+    for index, rjob in enumerate(js.replicated_jobs):
+        loc: Loc = ("spec", "replicatedJobs", index)
+        _check_sizes(out, js, rjob, loc, name_ok)
+        _check_depends_on(out, rjob, names[:index], loc, first=index == 0)
+        if gates["InPlaceRestart"] and _restart_strategy(js) == "InPlaceRestart":
+            _check_in_place_restart(out, rjob, loc)
+    for index, target in enumerate(_success_targets(js)):
+        if target not in names:
+            out.add(
+                ("spec", "successPolicy", "targetReplicatedJobs", index),
+                f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs",
+                "success-policy-target",
+            )
+    _check_failure_policy(out, js, names, gates)
+    _check_coordinator(out, js)
+    _check_volume_claim_policies(out, js)
+
+
+def _check_name(out: Collector, js: JobSet) -> bool:
+    meta = js.metadata
+    if not meta.name and not meta.generate_name:
+        out.add(
+            ("metadata", "name"), "Required value: name or generateName is required", "jobset-name"
+        )
+        return False
+    loc: Loc = ("metadata", "name") if meta.name else ("metadata", "generateName")
+    errors = [
+        e for e in _names.dns1035_label(effective_name(js)) if not e.startswith("must be no more")
+    ]
+    out.extend(loc, errors, "jobset-name")
+    if meta.namespace:
+        out.extend(("metadata", "namespace"), _names.dns1123_label(meta.namespace), "namespace")
+    return not errors
+
+
+def _check_network(out: Collector, js: JobSet) -> None:
+    subdomain = js.spec.network.subdomain if js.spec.network else None
+    if not subdomain:
+        return
+    loc: Loc = ("spec", "network", "subdomain")
+    out.extend(loc, _names.dns1123_subdomain(subdomain), "subdomain")
+    for message in _names.dns1035_label(subdomain):
+        out.add(
+            loc,
+            _SUBDOMAIN_TOO_LONG if message.startswith("must be no more") else message,
+            "subdomain",
+        )
+
+
+def _check_managed_by(out: Collector, js: JobSet) -> None:
+    manager = js.spec.managed_by
+    if manager is None:
+        return
+    out.extend(("spec", "managedBy"), _names.domain_prefixed_path(manager), "managed-by")
+    if len(manager) > 63:
+        out.add(("spec", "managedBy"), "Too long: may not be more than 63 bytes", "managed-by")
+
+
+def _check_replicated_job_list(out: Collector, js: JobSet) -> None:
+    # CRD: listType=map keyed by name; the CEL rule on spec; dependsOn maxItems/listType=map.
+    seen: dict[str, int] = {}
+    for index, rjob in enumerate(js.replicated_jobs):
+        if rjob.name in seen:
+            out.add(
+                ("spec", "replicatedJobs", index),
+                f'Duplicate value: {{"name": "{rjob.name}"}} '
+                f"(same as replicatedJobs[{seen[rjob.name]}])",
+                "replicated-job-duplicate",
+            )
+        seen.setdefault(rjob.name, index)
+    startup = js.spec.startup_policy
+    in_order = startup is not None and startup.startup_policy_order == "InOrder"
+    if in_order and any(rjob.depends_on is not None for rjob in js.replicated_jobs):
+        out.add(
+            ("spec", "startupPolicy", "startupPolicyOrder"),
+            "StartupPolicy and DependsOn APIs are mutually exclusive",
+            "startup-policy-depends-on",
+        )
+    ttl = js.spec.ttl_seconds_after_finished
+    if ttl is not None and ttl < 0:
+        out.add(("spec", "ttlSecondsAfterFinished"), "should be greater than or equal to 0", "ttl")
+
+
+def _check_sizes(out: Collector, js: JobSet, rjob: ReplicatedJob, loc: Loc, name_ok: bool) -> None:
+    replicas = rjob.replicas if rjob.replicas is not None else 1
+    spec = rjob.template.spec
+    if replicas < 0:
+        out.add((*loc, "replicas"), "should be greater than or equal to 0", "replicas")
+    parallelism = as_int(spec.get("parallelism")) if spec.get("parallelism") is not None else 1
+    if parallelism is not None and parallelism * replicas > _MAX_INT32:
+        out.add(
+            (*loc, "replicas"),
+            f"the product of replicas and parallelism must not exceed {_MAX_INT32} "
+            f"for replicatedJob '{rjob.name}'",
+            "pods-max-int32",
+        )
+    for message in _names.dns1035_label(rjob.group_name or ""):
+        too_long = message.startswith("must be no more")
+        out.add((*loc, "groupName"), _GROUP_NAME_TOO_LONG if too_long else message, "group-name")
+    job_name = f"{effective_name(js)}-{rjob.name}-{replicas - 1}"
+    for message in _names.dns1035_label(job_name):
+        if message.startswith("must be no more"):
+            out.add((*loc, "name"), _JOB_NAME_TOO_LONG, "job-name")
+        elif name_ok:  # otherwise metadata.name already says why
+            out.add((*loc, "name"), f"generated Job name {job_name!r}: {message}", "job-name")
+    completions = as_int(spec.get("completions"))
+    if spec.get("completionMode") == "Indexed" and completions is not None:
+        pod_name = f"{job_name}-{completions - 1}-{_GENERATED_SUFFIX}"
+        if len(pod_name) > 63:
+            out.add((*loc, "name"), _POD_NAME_TOO_LONG, "pod-name")
+
+
+def _check_depends_on(
+    out: Collector, rjob: ReplicatedJob, earlier: list[str], loc: Loc, first: bool
+) -> None:
+    if rjob.depends_on is None:
+        return
+    if first:
+        out.add(
+            (*loc, "dependsOn"),
+            "DependsOn can't be set for the first ReplicatedJob",
+            "depends-on-first",
+        )
+    if len(rjob.depends_on) > _MAX_DEPENDS_ON:
+        out.add(
+            (*loc, "dependsOn"),
+            f"Too many: {len(rjob.depends_on)}: must have at most {_MAX_DEPENDS_ON} items",
+            "depends-on-max-items",
+        )
+    seen: set[str] = set()
+    for index, dep in enumerate(rjob.depends_on):
+        if dep.name in seen:
+            out.add(
+                (*loc, "dependsOn", index),
+                f'Duplicate value: {{"name": "{dep.name}"}}',
+                "depends-on-duplicate",
+            )
+        seen.add(dep.name)
+        if not first and dep.name not in earlier:
+            out.add(
+                (*loc, "dependsOn", index, "name"),
+                f"replicatedJob: {rjob.name} cannot depend on replicatedJob: {dep.name} "
+                "(it must name an earlier replicatedJob)",
+                "depends-on-order",
+            )
+
+
+def _restart_strategy(js: JobSet) -> str | None:
+    return js.spec.failure_policy.restart_strategy if js.spec.failure_policy else None
+
+
+def _check_in_place_restart(out: Collector, rjob: ReplicatedJob, loc: Loc) -> None:
+    spec, tloc = rjob.template.spec, (*loc, "template", "spec")
+    if as_int(spec.get("backoffLimit")) != _MAX_INT32:
+        out.add(
+            (*tloc, "backoffLimit"),
+            f"replicatedJob {rjob.name}: must be set to {_MAX_INT32} (MaxInt32) "
+            "when in-place restart is enabled",
+            "in-place-restart",
+        )
+    if spec.get("podReplacementPolicy") != "Failed":
+        out.add(
+            (*tloc, "podReplacementPolicy"),
+            f"replicatedJob {rjob.name}: must be set to Failed when in-place restart is enabled",
+            "in-place-restart",
+        )
+    completions, parallelism = as_int(spec.get("completions")), as_int(spec.get("parallelism"))
+    if completions is None or parallelism is None or completions != parallelism:
+        out.add(
+            (*tloc, "completions"),
+            f"replicatedJob {rjob.name}: completions and parallelism must be set and equal to each "
+            "other when in-place restart is enabled",
+            "in-place-restart",
+        )
+
+
+def _success_targets(js: JobSet) -> list[str]:
+    policy = js.spec.success_policy
+    return list(policy.target_replicated_jobs or []) if policy else []
+
+
+def _check_failure_policy(
+    out: Collector, js: JobSet, names: list[str], gates: Mapping[str, bool]
+) -> None:
+    policy = js.spec.failure_policy
+    if policy is None:
+        return
+    if not gates["InPlaceRestart"] and policy.restart_strategy == "InPlaceRestart":
+        out.add(
+            ("spec", "failurePolicy", "restartStrategy"),
+            "InPlaceRestart restart strategy cannot be set "
+            "when InPlaceRestart feature gate is disabled",
+            "in-place-restart-gate",
+        )
+    rules = policy.rules or []
+    restart_job = [
+        i
+        for i, r in enumerate(rules)
+        if r.action in ("RestartJob", "RestartJobAndIgnoreMaxRestarts")
+    ]
+    for index in restart_job if not gates["RestartJob"] else []:
+        out.add(
+            ("spec", "failurePolicy", "rules", index, "action"),
+            "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed "
+            "when RestartJob feature gate is disabled",
+            "restart-job-gate",
+        )
+    if restart_job and gates["RestartJob"]:
+        for index, rjob in enumerate(js.replicated_jobs):
+            if (rjob.replicas or 0) > _MAX_RESTART_JOB_REPLICAS:
+                out.add(
+                    ("spec", "replicatedJobs", index, "replicas"),
+                    "JobSet cannot have a failure policy rule with RestartJob or "
+                    "RestartJobAndIgnoreMaxRestarts action and a replicated job with replicas "
+                    f"> {_MAX_RESTART_JOB_REPLICAS}",
+                    "restart-job-replicas",
+                )
+    first_with_name: dict[str, int] = {}
+    for index, rule in enumerate(rules):
+        _check_rule(out, rule.name or "", index, first_with_name)
+        loc: Loc = ("spec", "failurePolicy", "rules", index)
+        for target_index, target in enumerate(rule.target_replicated_jobs or []):
+            if target not in names:
+                out.add(
+                    (*loc, "targetReplicatedJobs", target_index),
+                    f"invalid replicatedJob name '{target}' in failure policy does not appear in "
+                    ".spec.ReplicatedJobs",
+                    "failure-rule-target",
+                )
+        for reason_index, reason in enumerate(rule.on_job_failure_reasons or []):
+            if reason not in JOB_FAILURE_REASONS:
+                out.add(
+                    (*loc, "onJobFailureReasons", reason_index),
+                    f"invalid job failure reason '{reason}' in failure policy is not a recognized "
+                    "job failure reason",
+                    "failure-rule-reason",
+                )
+
+
+def _check_rule(out: Collector, name: str, index: int, first_with_name: dict[str, int]) -> None:
+    loc: Loc = ("spec", "failurePolicy", "rules", index, "name")
+    if not 1 <= len(name) <= 128:
+        out.add(
+            loc,
+            f"invalid failure policy rule name of length {len(name)}, the rule name must be at "
+            "least 1 characters long and at most 128 characters long",
+            "failure-rule-name",
+        )
+    if not _RULE_NAME_RE.fullmatch(name):
+        out.add(
+            loc,
+            f"invalid failure policy rule name '{name}', a failure policy rule name must start "
+            "with an alphabetic character, optionally followed by a string of alphanumeric "
+            "characters or '_,:', and must end with an alphanumeric character or '_'",
+            "failure-rule-name",
+        )
+    if name in first_with_name:
+        out.add(
+            loc,
+            f"rule names are not unique, rules with indices [{first_with_name[name]} {index}] all "
+            f"have the same name '{name}'",
+            "failure-rule-name-unique",
+        )
+    first_with_name.setdefault(name, index)
+
+
+def _check_coordinator(out: Collector, js: JobSet) -> None:
+    coord = js.spec.coordinator
+    if coord is None:
+        return
+    loc: Loc = ("spec", "coordinator")
+    job_index, pod_index = coord.job_index or 0, coord.pod_index or 0
+    rjob = js.replicated_job(coord.replicated_job)
+    if rjob is None:
+        out.add(
+            (*loc, "replicatedJob"),
+            f"coordinator replicatedJob {coord.replicated_job} does not exist",
+            "coordinator",
+        )
+    else:
+        spec = rjob.template.spec
+        completions = as_int(spec.get("completions"))
+        if not 0 <= job_index < (rjob.replicas or 0):
+            out.add(
+                (*loc, "jobIndex"),
+                f"coordinator job index {job_index} is invalid for replicatedJob {rjob.name}",
+                "coordinator",
+            )
+        if spec.get("completionMode") != "Indexed" or completions is None:
+            out.add(
+                (*loc, "replicatedJob"),
+                "job for coordinator pod must be indexed completion mode, "
+                "and completions number must be set",
+                "coordinator",
+            )
+        elif not 0 <= pod_index < completions:
+            out.add(
+                (*loc, "podIndex"),
+                f"coordinator pod index {pod_index} is invalid for replicatedJob "
+                f"{coord.replicated_job} job index {job_index}",
+                "coordinator",
+            )
+    name = effective_name(js)
+    subdomain = (js.spec.network.subdomain if js.spec.network else None) or name
+    endpoint = f"{name}-{coord.replicated_job}-{job_index}-{pod_index}.{subdomain}"
+    errors = _names.label_value(endpoint)
+    if errors:
+        out.add(
+            loc,
+            f"spec will lead to invalid label value {endpoint!r} for coordinator label "
+            f"{COORDINATOR!r} (long JobSet / ReplicatedJob / SubDomain name?): {', '.join(errors)}",
+            "coordinator-label",
+        )
+
+
+def _check_volume_claim_policies(out: Collector, js: JobSet) -> None:
+    policies = js.spec.volume_claim_policies or []
+    if len(policies) > _MAX_VOLUME_CLAIM_POLICIES:
+        out.add(
+            ("spec", "volumeClaimPolicies"),
+            f"Too many: {len(policies)}: must have at most {_MAX_VOLUME_CLAIM_POLICIES} items",
+            "volume-claim-max-items",
+        )
+    seen: set[str] = set()
+    for policy_index, policy in enumerate(policies):
+        templates = policy.templates or []
+        ploc: Loc = ("spec", "volumeClaimPolicies", policy_index, "templates")
+        if len(templates) > _MAX_VOLUME_CLAIM_POLICIES:
+            out.add(
+                ploc,
+                f"Too many: {len(templates)}: must have at most 50 items",
+                "volume-claim-max-items",
+            )
+        for index, template in enumerate(templates):
+            meta = as_map(as_map(template).get("metadata"))
+            name = as_str(meta.get("name")) or ""
+            _check_claim(out, js, name, (*ploc, index, "metadata"), seen)
+            if meta.get("namespace"):
+                out.add(
+                    (*ploc, index, "metadata", "namespace"),
+                    "namespace cannot be set for VolumeClaimPolicies templates",
+                    "volume-claim-namespace",
+                )
+            seen.add(name)
+
+
+def _check_claim(out: Collector, js: JobSet, name: str, loc: Loc, seen: set[str]) -> None:
+    nloc = (*loc, "name")
+    if name in seen:
+        out.add(nloc, "names must be unique for VolumeClaimPolicies template", "volume-claim-name")
+    out.extend(nloc, _names.dns1123_subdomain(name), "volume-claim-name")
+    if len(f"{name}-{effective_name(js)}") > _MAX_PVC_NAME:
+        out.add(nloc, "VolumeClaimPolicies template name is too long", "volume-claim-name")
+    mounted = False
+    for rj_index, rjob in enumerate(js.replicated_jobs):
+        pod = as_map(as_map(rjob.template.spec.get("template")).get("spec"))
+        for vol_index, volume in enumerate(as_list(pod.get("volumes"))):
+            if as_map(volume).get("name") == name:
+                out.add(
+                    (
+                        "spec",
+                        "replicatedJobs",
+                        rj_index,
+                        "template",
+                        "spec",
+                        "template",
+                        "spec",
+                        "volumes",
+                        vol_index,
+                        "name",
+                    ),
+                    f"volume name conflicts with VolumeClaimPolicy template name: {name}",
+                    "volume-claim-conflict",
+                )
+        for key in ("initContainers", "containers"):
+            for ctr in as_list(pod.get(key)):
+                mounts = as_list(as_map(ctr).get("volumeMounts"))
+                mounted = mounted or any(as_map(m).get("name") == name for m in mounts)
+    if not mounted:
+        out.add(
+            nloc,
+            "replicatedJob containers don't have a matching volumeMount: "
+            f"{name} from VolumeClaimPolicies",
+            "volume-claim-unmounted",
+        )
+
+
+def added_pod_labels(js: JobSet, rjob: ReplicatedJob) -> dict[str, str]:
+    """Pod-template labels the controller adds with one value to every Job of ``rjob``."""
+    return {
+        JOBSET_NAME: effective_name(js),
+        REPLICATED_JOB_NAME: rjob.name,
+        GROUP_NAME: rjob.group_name or "default",
+    }

@@ -1,0 +1,279 @@
+"""The Kubernetes object schema, read from the official ``kubernetes`` client's generated models.
+
+The embedded Job template of a JobSet is plain data in our models. Its schema is not written
+by hand here: every generated model class of the official client carries it
+(``openapi_types`` gives each attribute's type, ``attribute_map`` its JSON name, and the
+generated setters refuse ``None`` for required fields when client-side validation is on).
+
+This is the only module of the pure core that touches the ``kubernetes`` package, and it does
+so lazily, inside functions, so importing the core never imports the client.
+
+Two facts the client models do not carry are kept as small tables here, and a test checks them
+against the JobSet CRD (``x-kubernetes-int-or-string`` and ``x-kubernetes-list-map-keys`` under
+the Job template), so they cannot drift:
+
+* resource quantities are typed ``str`` by the client but accept numbers (``cpu: 1``);
+* lists the CRD declares as maps must not repeat a key (e.g. two ``env`` entries ``FOO``).
+
+Different installed client versions know different Kubernetes fields: the kfp side pins client
+30 (Kubernetes 1.30), the Airflow side 36 (1.36). An unknown field says which client decided,
+so a field newer than the client can be carried with ``allow_unknown_fields=True``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jobset_core.errors import Problem, format_path
+
+__all__ = [
+    "LIST_MAP_KEYS",
+    "QUANTITY_FIELDS",
+    "check_object",
+    "client_version",
+]
+
+Loc = tuple[str | int, ...]
+
+#: ``(client model class, attribute)`` of resource quantities: ``str`` in the client, but the
+#: API accepts a JSON number as well (``x-kubernetes-int-or-string``).
+QUANTITY_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("V1EmptyDirVolumeSource", "size_limit"),
+        ("V1PodSpec", "overhead"),
+        ("V1ResourceFieldSelector", "divisor"),
+        ("V1ResourceRequirements", "limits"),
+        ("V1ResourceRequirements", "requests"),
+        ("V1VolumeResourceRequirements", "limits"),
+        ("V1VolumeResourceRequirements", "requests"),
+    }
+)
+
+#: ``(client model class, attribute) -> key fields (JSON spelling)`` of the lists the CRD
+#: declares ``x-kubernetes-list-type: map`` (``()`` for ``set``): the API server rejects
+#: duplicate keys.
+LIST_MAP_KEYS: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("V1Container", "env"): ("name",),
+    ("V1Container", "ports"): ("containerPort", "protocol"),
+    ("V1Container", "volume_devices"): ("devicePath",),
+    ("V1Container", "volume_mounts"): ("mountPath",),
+    ("V1ContainerRestartRuleOnExitCodes", "values"): (),
+    ("V1EphemeralContainer", "env"): ("name",),
+    ("V1EphemeralContainer", "ports"): ("containerPort", "protocol"),
+    ("V1EphemeralContainer", "volume_devices"): ("devicePath",),
+    ("V1EphemeralContainer", "volume_mounts"): ("mountPath",),
+    ("V1PodFailurePolicyOnExitCodesRequirement", "values"): (),
+    ("V1PodSpec", "containers"): ("name",),
+    ("V1PodSpec", "ephemeral_containers"): ("name",),
+    ("V1PodSpec", "host_aliases"): ("ip",),
+    ("V1PodSpec", "image_pull_secrets"): ("name",),
+    ("V1PodSpec", "init_containers"): ("name",),
+    ("V1PodSpec", "resource_claims"): ("name",),
+    ("V1PodSpec", "scheduling_gates"): ("name",),
+    ("V1PodSpec", "topology_spread_constraints"): ("topologyKey", "whenUnsatisfiable"),
+    ("V1PodSpec", "volumes"): ("name",),
+    ("V1ResourceRequirements", "claims"): ("name",),
+}
+
+# resource.Quantity's syntax (k8s.io/apimachinery/pkg/api/resource): a decimal number with an
+# optional binary/decimal SI suffix or exponent.
+_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+_QUANTITY_MSG = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+_PRIMITIVE_NAMES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "datetime": "string",
+    "date": "string",
+}
+
+
+@dataclass(frozen=True)
+class _Field:
+    attr: str
+    type: str
+    required: bool
+
+
+def client_version() -> str:
+    """The installed ``kubernetes`` client's version, e.g. ``30.1.0``."""
+    import kubernetes
+
+    return str(kubernetes.__version__)
+
+
+def _kubernetes_minor() -> str:
+    # Client major N is generated from Kubernetes 1.N.
+    return "1." + client_version().split(".", 1)[0]
+
+
+@cache
+def _fields(class_name: str) -> dict[str, _Field]:
+    """JSON name -> field of one generated model class."""
+    import kubernetes.client
+
+    cls = getattr(kubernetes.client, class_name)
+    config = kubernetes.client.Configuration.get_default_copy()
+    config.client_side_validation = True
+    probe = object.__new__(cls)
+    probe.local_vars_configuration = config
+    out = {}
+    for attr, type_ in cls.openapi_types.items():
+        try:
+            setattr(probe, attr, None)
+            required = False
+        except ValueError:
+            required = True
+        out[cls.attribute_map[attr]] = _Field(attr, type_, required)
+    return out
+
+
+def check_object(
+    data: Any, class_name: str, loc: Loc, *, allow_unknown_fields: bool = False
+) -> list[Problem]:
+    """Check plain data against a model of the official client (e.g. ``V1JobSpec``).
+
+    Reports unknown fields, wrong JSON types, missing required fields, malformed quantities
+    and duplicate keys in lists the API treats as maps, each with its full field path.
+    """
+    walker = _Walker(allow_unknown_fields)
+    walker.model(data, class_name, loc)
+    return walker.problems
+
+
+class _Walker:
+    def __init__(self, allow_unknown: bool) -> None:
+        self.allow_unknown = allow_unknown
+        self.problems: list[Problem] = []
+
+    def add(self, loc: Loc, message: str, rule: str) -> None:
+        self.problems.append(Problem(format_path(loc), message, rule))
+
+    def model(self, data: Any, class_name: str, loc: Loc) -> None:
+        if not isinstance(data, Mapping):
+            self.add(loc, f"must be of type object; got {_json_type(data)}", "type")
+            return
+        fields = _fields(class_name)
+        for key, value in data.items():
+            known = fields.get(key) if isinstance(key, str) else None
+            if known is None:
+                if not self.allow_unknown:
+                    self.add((*loc, str(key)), self._unknown(str(key), fields), "unknown-field")
+                continue
+            if value is None:
+                continue
+            quantity = (class_name, known.attr) in QUANTITY_FIELDS
+            self.value(value, known.type, (*loc, key), quantity)
+            list_keys = LIST_MAP_KEYS.get((class_name, known.attr))
+            if list_keys is not None and isinstance(value, list):
+                self.unique(value, list_keys, (*loc, key))
+        for key, known in fields.items():
+            if known.required and data.get(key) is None:
+                self.add((*loc, key), "required field is missing", "required")
+
+    def value(self, value: Any, type_: str, loc: Loc, quantity: bool = False) -> None:
+        if type_.startswith("list["):
+            if not isinstance(value, list):
+                self.add(loc, f"must be of type array; got {_json_type(value)}", "type")
+                return
+            for index, item in enumerate(value):
+                if item is not None:
+                    self.value(item, type_[5:-1], (*loc, index), quantity)
+        elif type_.startswith(("dict(", "dict[")):
+            if not isinstance(value, Mapping):
+                self.add(loc, f"must be of type object; got {_json_type(value)}", "type")
+                return
+            inner = type_[type_.index(",") + 1 : -1].strip()
+            for key, item in value.items():
+                if item is not None:
+                    self.value(item, inner, (*loc, str(key)), quantity)
+        elif type_ == "object":
+            return
+        elif type_ in _PRIMITIVE_NAMES:
+            self.primitive(value, type_, loc, quantity)
+        else:
+            self.model(value, type_, loc)
+
+    def primitive(self, value: Any, type_: str, loc: Loc, quantity: bool) -> None:
+        if quantity:
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                self.add(
+                    loc, f"must be a quantity (string or number); got {_json_type(value)}", "type"
+                )
+            elif isinstance(value, str) and not _QUANTITY.fullmatch(value):
+                self.add(loc, _QUANTITY_MSG, "quantity")
+            return
+        ok = {
+            "str": isinstance(value, str),
+            "datetime": isinstance(value, str),
+            "date": isinstance(value, str),
+            "bool": isinstance(value, bool),
+            # The API server decodes integral JSON numbers (1.0) as integers.
+            "int": _is_int(value),
+            "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        }[type_]
+        if not ok:
+            expected = _PRIMITIVE_NAMES[type_]
+            self.add(loc, f"must be of type {expected}; got {_json_type(value)}", "type")
+
+    def unique(self, items: list[Any], keys: tuple[str, ...], loc: Loc) -> None:
+        seen: dict[Any, int] = {}
+        for index, item in enumerate(items):
+            if keys:
+                if not isinstance(item, Mapping):
+                    continue
+                key: Any = tuple(_hashable(item.get(k)) for k in keys)
+                shown = ", ".join(f"{k}={item.get(k)!r}" for k in keys)
+            else:
+                key, shown = _hashable(item), repr(item)
+            if key in seen:
+                self.add(
+                    (*loc, index), f"Duplicate value: {shown} (same as [{seen[key]}])", "duplicate"
+                )
+            else:
+                seen[key] = index
+
+    def _unknown(self, key: str, fields: Mapping[str, _Field]) -> str:
+        close = difflib.get_close_matches(key, list(fields), n=1)
+        if close:
+            return f"unknown field (did you mean {close[0]!r}?)"
+        return (
+            f"unknown field (may be newer than the installed kubernetes client {client_version()}, "
+            f"which knows Kubernetes {_kubernetes_minor()}; pass allow_unknown_fields=True to "
+            "carry it)"
+        )
+
+
+def _is_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
