@@ -32,8 +32,6 @@ import socketserver
 import ssl
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -78,7 +76,7 @@ def log(msg: str) -> None:
     print(f"[devcluster] {msg}", flush=True)
 
 
-def die(msg: str, code: int = 1) -> "None":
+def die(msg: str, code: int = 1) -> None:
     print(f"[devcluster] ERROR: {msg}", file=sys.stderr, flush=True)
     sys.exit(code)
 
@@ -144,18 +142,59 @@ def build_plan() -> list[dict]:
     ktags = "selinux,notest"
     plan = [
         # etcd first: small, and shares most deps with the apiserver.
-        dict(name="etcd", mod=K8S_MOD, pkg="go.etcd.io/etcd/server/v3", tags="", ldflags=["-s", "-w", "-buildid="]),
-        dict(name="kube-apiserver", mod=K8S_MOD, pkg="k8s.io/kubernetes/cmd/kube-apiserver", tags=ktags, ldflags=kld),
-        dict(name="kube-controller-manager", mod=K8S_MOD, pkg="k8s.io/kubernetes/cmd/kube-controller-manager", tags=ktags, ldflags=kld),
-        dict(name="kube-scheduler", mod=K8S_MOD, pkg="k8s.io/kubernetes/cmd/kube-scheduler", tags=ktags, ldflags=kld),
-        dict(name="kubectl", mod=K8S_MOD, pkg="k8s.io/kubernetes/cmd/kubectl", tags=ktags, ldflags=kld),
-        dict(name="kwok", mod=ADDONS_MOD, pkg="sigs.k8s.io/kwok/cmd/kwok", tags="", ldflags=["-s", "-w", "-buildid="]),
+        dict(
+            name="etcd",
+            mod=K8S_MOD,
+            pkg="go.etcd.io/etcd/server/v3",
+            tags="",
+            ldflags=["-s", "-w", "-buildid="],
+        ),
+        dict(
+            name="kube-apiserver",
+            mod=K8S_MOD,
+            pkg="k8s.io/kubernetes/cmd/kube-apiserver",
+            tags=ktags,
+            ldflags=kld,
+        ),
+        dict(
+            name="kube-controller-manager",
+            mod=K8S_MOD,
+            pkg="k8s.io/kubernetes/cmd/kube-controller-manager",
+            tags=ktags,
+            ldflags=kld,
+        ),
+        dict(
+            name="kube-scheduler",
+            mod=K8S_MOD,
+            pkg="k8s.io/kubernetes/cmd/kube-scheduler",
+            tags=ktags,
+            ldflags=kld,
+        ),
+        dict(
+            name="kubectl",
+            mod=K8S_MOD,
+            pkg="k8s.io/kubernetes/cmd/kubectl",
+            tags=ktags,
+            ldflags=kld,
+        ),
+        dict(
+            name="kwok",
+            mod=ADDONS_MOD,
+            pkg="sigs.k8s.io/kwok/cmd/kwok",
+            tags="",
+            ldflags=["-s", "-w", "-buildid="],
+        ),
         dict(
             name="jobset",
             mod=ADDONS_MOD,
             pkg="sigs.k8s.io/jobset",
             tags="",
-            ldflags=["-s", "-w", "-buildid=", f"-X sigs.k8s.io/jobset/pkg/version.GitVersion={jver}"],
+            ldflags=[
+                "-s",
+                "-w",
+                "-buildid=",
+                f"-X sigs.k8s.io/jobset/pkg/version.GitVersion={jver}",
+            ],
         ),
     ]
     return plan
@@ -171,13 +210,18 @@ def go_build_args(item: dict, out: Path, jobs: int) -> list[str]:
 
 def cache_key() -> tuple[str, dict]:
     go = find_go()
-    goversion = subprocess.run([go, "version"], capture_output=True, text=True, env=go_env(), check=True).stdout.strip()
+    goversion = subprocess.run(
+        [go, "version"], capture_output=True, text=True, env=go_env(), check=True
+    ).stdout.strip()
     h = hashlib.sha256()
     info = {"recipe": BUILD_RECIPE, "go": goversion, "files": {}}
     for f in (K8S_MOD / "go.mod", K8S_MOD / "go.sum", ADDONS_MOD / "go.mod", ADDONS_MOD / "go.sum"):
         data = f.read_bytes()
         info["files"][str(f.relative_to(REPO))] = hashlib.sha256(data).hexdigest()
-    plan = [{k: (str(v.relative_to(REPO)) if isinstance(v, Path) else v) for k, v in p.items()} for p in build_plan()]
+    plan = [
+        {k: (str(v.relative_to(REPO)) if isinstance(v, Path) else v) for k, v in p.items()}
+        for p in build_plan()
+    ]
     info["plan"] = plan
     info["env"] = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
     h.update(json.dumps(info, sort_keys=True).encode())
@@ -202,7 +246,11 @@ def jobset_module_dir() -> Path:
     """Directory of the downloaded sigs.k8s.io/jobset module (GOMODCACHE)."""
     out = subprocess.run(
         [find_go(), "mod", "download", "-json", "sigs.k8s.io/jobset"],
-        cwd=ADDONS_MOD, env=go_env(), capture_output=True, text=True,
+        check=False,
+        cwd=ADDONS_MOD,
+        env=go_env(),
+        capture_output=True,
+        text=True,
     )
     if out.returncode != 0:
         die(f"go mod download sigs.k8s.io/jobset failed:\n{out.stdout}\n{out.stderr}")
@@ -228,8 +276,10 @@ def cmd_build(args) -> Path:
         jobs = int(os.environ.get("DEVCLUSTER_BUILD_JOBS", "2"))
         plan = build_plan()
         log(f"cold build of {len(plan)} components into {final}")
-        log("this compiles Kubernetes, etcd, kwok and JobSet from Go modules: it takes a while "
-            "(about 20-40 min on 2 cores; later runs reuse the cache and take seconds)")
+        log(
+            "this compiles Kubernetes, etcd, kwok and JobSet from Go modules: it takes a while "
+            "(about 20-40 min on 2 cores; later runs reuse the cache and take seconds)"
+        )
         tmp = root / f"{key}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -241,20 +291,21 @@ def cmd_build(args) -> Path:
             cmd = go_build_args(item, tmp / item["name"], jobs)
             log(f"[{i}/{len(plan)}] building {item['name']} ({item['pkg']}) ...")
             with open(blog, "w") as lf:
-                p = subprocess.Popen(cmd, cwd=item["mod"], env=go_env(), stdout=lf, stderr=subprocess.STDOUT)
+                p = subprocess.Popen(
+                    cmd, cwd=item["mod"], env=go_env(), stdout=lf, stderr=subprocess.STDOUT
+                )
                 last = time.monotonic()
                 while p.poll() is None:
                     time.sleep(1)
                     if time.monotonic() - last >= 30:
                         last = time.monotonic()
-                        try:
-                            npk = sum(1 for _ in open(blog))
-                        except OSError:
-                            npk = 0
-                        log(f"    still building {item['name']}: {fmt_secs(last - t1)} "
-                            f"(total {fmt_secs(last - t0)}, {npk} packages compiled so far)")
+                        npk = len(log_tail(str(blog), 10**9).splitlines())
+                        log(
+                            f"    still building {item['name']}: {fmt_secs(last - t1)} "
+                            f"(total {fmt_secs(last - t0)}, {npk} packages compiled so far)"
+                        )
             if p.returncode != 0:
-                tail = "".join(open(blog).readlines()[-40:])
+                tail = log_tail(str(blog), 40)
                 die(f"building {item['name']} failed (exit {p.returncode}); log {blog}:\n{tail}")
             times[item["name"]] = round(time.monotonic() - t1, 1)
             log(f"    {item['name']} done in {fmt_secs(times[item['name']])}")
@@ -284,7 +335,7 @@ def cmd_build(args) -> Path:
 
 
 def openssl(*args: str, cwd: Path) -> None:
-    r = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    r = subprocess.run(["openssl", *args], check=False, cwd=cwd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"openssl {' '.join(args)} failed:\n{r.stderr}")
 
@@ -295,29 +346,82 @@ def make_pki(pki: Path) -> None:
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", "-new", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
-            "-subj", "/CN=devcluster-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature", cwd=pki)
+    openssl(
+        "req",
+        "-x509",
+        "-new",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=devcluster-ca",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        cwd=pki,
+    )
 
     def leaf(name: str, subj: str, usage: str, sans: str | None = None) -> None:
-        ext = [f"basicConstraints=critical,CA:FALSE",
-               "keyUsage=critical,digitalSignature,keyEncipherment",
-               f"extendedKeyUsage={usage}"]
+        ext = [
+            "basicConstraints=critical,CA:FALSE",
+            "keyUsage=critical,digitalSignature,keyEncipherment",
+            f"extendedKeyUsage={usage}",
+        ]
         if sans:
             ext.append(f"subjectAltName={sans}")
         (pki / f"{name}.ext").write_text("\n".join(ext) + "\n")
-        openssl("req", "-new", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subj, cwd=pki)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-set_serial", str(secrets.randbits(63)), "-days", "825", "-out", f"{name}.crt",
-                "-extfile", f"{name}.ext", cwd=pki)
+        openssl(
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subj,
+            cwd=pki,
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            str(secrets.randbits(63)),
+            "-days",
+            "825",
+            "-out",
+            f"{name}.crt",
+            "-extfile",
+            f"{name}.ext",
+            cwd=pki,
+        )
         (pki / f"{name}.csr").unlink()
         (pki / f"{name}.ext").unlink()
 
-    leaf("apiserver", "/CN=kube-apiserver", "serverAuth",
-         "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-         "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")
+    leaf(
+        "apiserver",
+        "/CN=kube-apiserver",
+        "serverAuth",
+        "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local",
+    )
     leaf("admin", "/O=system:masters/CN=devcluster-admin", "clientAuth")
-    leaf("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", "clientAuth")
+    leaf(
+        "apiserver-kubelet-client",
+        "/O=system:masters/CN=kube-apiserver-kubelet-client",
+        "clientAuth",
+    )
     leaf("kubelet", "/CN=devcluster-kubelet", "serverAuth", "IP:127.0.0.1,DNS:localhost")
     leaf("jobset-webhook", "/CN=jobset-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost")
     openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
@@ -332,9 +436,27 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str = "devcluster
     cfg = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "devcluster", "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}],
-        "users": [{"name": user, "user": {"client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}],
-        "contexts": [{"name": "devcluster", "context": {"cluster": "devcluster", "user": user, "namespace": "default"}}],
+        "clusters": [
+            {
+                "name": "devcluster",
+                "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate-data": b64("admin.crt"),
+                    "client-key-data": b64("admin.key"),
+                },
+            }
+        ],
+        "contexts": [
+            {
+                "name": "devcluster",
+                "context": {"cluster": "devcluster", "user": user, "namespace": "default"},
+            }
+        ],
         "current-context": "devcluster",
     }
     tmp = path.with_suffix(".tmp")
@@ -354,7 +476,16 @@ class Kube:
         self.ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         self.ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
 
-    def request(self, method: str, path: str, body=None, ctype="application/json", timeout=10.0, raw=False):
+    def request(
+        self,
+        method: str,
+        path: str,
+        body=None,
+        *,
+        ctype="application/json",
+        timeout=10.0,
+        raw=False,
+    ):
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -365,7 +496,15 @@ class Kube:
         try:
             with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as r:
                 payload = r.read()
-                return r.status, (payload if raw else (json.loads(payload) if payload.strip().startswith(b"{") else payload.decode()))
+                return r.status, (
+                    payload
+                    if raw
+                    else (
+                        json.loads(payload)
+                        if payload.strip().startswith(b"{")
+                        else payload.decode()
+                    )
+                )
         except urllib.error.HTTPError as e:
             payload = e.read()
             try:
@@ -446,10 +585,8 @@ class State:
         self.path = root / "state.json"
         self.data = {"components": {}, "order": []}
         if self.path.exists():
-            try:
+            with contextlib.suppress(ValueError):
                 self.data = json.loads(self.path.read_text())
-            except ValueError:
-                pass
 
     def save(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -462,15 +599,23 @@ class State:
         return self.data.setdefault("components", {})
 
 
-def start_process(st: State, name: str, argv: list[str], env: dict | None = None, health: dict | None = None) -> subprocess.Popen:
+def start_process(
+    st: State, name: str, argv: list[str], env: dict | None = None, health: dict | None = None
+) -> subprocess.Popen:
     logs = st.root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    lf = open(logs / f"{name}.log", "ab")
-    lf.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv)}\n".encode())
-    lf.flush()
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
-                         start_new_session=True, env=env or os.environ.copy(), cwd=str(st.root))
-    lf.close()
+    with open(logs / f"{name}.log", "ab") as lf:
+        lf.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv)}\n".encode())
+        lf.flush()
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=lf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env or os.environ.copy(),
+            cwd=str(st.root),
+        )
     st.components[name] = {
         "pid": p.pid,
         "pgid": p.pid,
@@ -502,7 +647,11 @@ def stop_component(name: str, c: dict, grace: float = 10.0) -> None:
         targets = [pgid]
     else:
         # leader gone (or PID reused by something else: then its group differs)
-        targets = [pgid] if group_members(pgid) and proc_start_time(pgid) in (None, c.get("start_time")) else []
+        targets = (
+            [pgid]
+            if group_members(pgid) and proc_start_time(pgid) in (None, c.get("start_time"))
+            else []
+        )
     if not targets:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -540,7 +689,11 @@ def cmd_down(args=None, quiet=False) -> int:
         if not quiet:
             log(f"stopping {name} (pid {c.get('pid')})")
         stop_component(name, c)
-    leftovers = {n: group_members(c["pgid"]) for n, c in comps.items() if c.get("pid") != me and c.get("pgid")}
+    leftovers = {
+        n: group_members(c["pgid"])
+        for n, c in comps.items()
+        if c.get("pid") != me and c.get("pgid")
+    }
     leftovers = {n: v for n, v in leftovers.items() if v}
     for n in list(comps):
         if comps[n].get("pid") != me:
@@ -548,7 +701,8 @@ def cmd_down(args=None, quiet=False) -> int:
     st.data["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     st.save()
     # Secrets and data go away; logs stay for post-mortems until the next `up`.
-    for p in ("kubeconfig", "pki", "etcd-data", "jobset"):
+    secret_dirs = ("pki", "etcd-data", "jobset", "apiserver-certs", "kcm-certs", "scheduler-certs")
+    for p in ("kubeconfig", *secret_dirs):
         q = root / p
         if q.is_dir():
             shutil.rmtree(q, ignore_errors=True)
@@ -574,7 +728,7 @@ def http_ok(url: str, ctx: ssl.SSLContext | None = None, timeout=2.0) -> tuple[b
             return 200 <= r.status < 300, body.strip()
     except urllib.error.HTTPError as e:
         return False, f"HTTP {e.code}: {e.read(300).decode(errors='replace').strip()}"
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return False, str(e)
 
 
@@ -609,11 +763,13 @@ def wait_until(desc: str, fn, timeout: float, procs: dict | None = None, interva
     while time.monotonic() < deadline:
         for name, (p, logpath) in (procs or {}).items():
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with code {p.returncode} while waiting for {desc}; "
-                                   f"log {logpath}:\n{log_tail(logpath)}")
+                raise RuntimeError(
+                    f"{name} exited with code {p.returncode} while waiting for {desc}; "
+                    f"log {logpath}:\n{log_tail(logpath)}"
+                )
         try:
             v = fn()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             v, last = None, e
         if v:
             return v
@@ -627,14 +783,18 @@ def cluster_health(root: Path) -> tuple[bool, list[tuple[str, bool, str]]]:
     ok = True
     comps = st.components
     if not comps:
-        return False, [("devcluster", False, f"not running (no components in {root / 'state.json'})")]
+        return False, [
+            ("devcluster", False, f"not running (no components in {root / 'state.json'})")
+        ]
     for name in st.data.get("order", list(comps)):
         c = comps.get(name)
         if not c:
             continue
         alive = component_alive(c)
         if not alive:
-            rows.append((name, False, f"process {c.get('pid')} is not running (log {c.get('log')})"))
+            rows.append(
+                (name, False, f"process {c.get('pid')} is not running (log {c.get('log')})")
+            )
             ok = False
             continue
         hok, detail = check_health(root, c)
@@ -654,10 +814,18 @@ def cluster_health(root: Path) -> tuple[bool, list[tuple[str, bool, str]]]:
             nok = ready >= NODE_COUNT
             rows.append(("nodes", nok, f"{ready}/{NODE_COUNT} fake nodes Ready"))
             ok = ok and nok
-            code, _ = kube.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/devcluster-jobset-validating")
-            rows.append(("jobset-webhooks", code == 200, "registered" if code == 200 else f"missing (HTTP {code})"))
+            code, _ = kube.get(
+                "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/devcluster-jobset-validating"
+            )
+            rows.append(
+                (
+                    "jobset-webhooks",
+                    code == 200,
+                    "registered" if code == 200 else f"missing (HTTP {code})",
+                )
+            )
             ok = ok and code == 200
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             rows.append(("api", False, str(e)))
             ok = False
     return ok, rows
@@ -667,9 +835,16 @@ def cmd_status(args) -> int:
     root = state_dir()
     ok, rows = cluster_health(root)
     if getattr(args, "json", False):
-        print(json.dumps({"healthy": ok, "state_dir": str(root),
-                          "kubeconfig": str(root / "kubeconfig"),
-                          "components": [{"name": n, "healthy": h, "detail": d} for n, h, d in rows]}))
+        print(
+            json.dumps(
+                {
+                    "healthy": ok,
+                    "state_dir": str(root),
+                    "kubeconfig": str(root / "kubeconfig"),
+                    "components": [{"name": n, "healthy": h, "detail": d} for n, h, d in rows],
+                }
+            )
+        )
         return 0 if ok else 1
     for n, h, d in rows:
         print(f"  {'OK  ' if h else 'FAIL'} {n:26s} {d}")
@@ -685,8 +860,13 @@ def cmd_status(args) -> int:
 
 
 def kubectl(bin_dir: Path, root: Path, *args: str, input_: str | None = None, check=True) -> str:
-    r = subprocess.run([str(bin_dir / "kubectl"), "--kubeconfig", str(root / "kubeconfig"), *args],
-                       capture_output=True, text=True, input=input_)
+    r = subprocess.run(
+        [str(bin_dir / "kubectl"), "--kubeconfig", str(root / "kubeconfig"), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        input=input_,
+    )
     if check and r.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)} failed: {r.stderr.strip()}")
     return r.stdout
@@ -698,28 +878,39 @@ def node_objects() -> list[dict]:
         zone = ZONES[i * len(ZONES) // NODE_COUNT]
         sl = SLICES[i * len(SLICES) // NODE_COUNT]
         name = f"devcluster-node-{i}"
-        res = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "500Gi", "nvidia.com/gpu": "8"}
-        nodes.append({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {
-                    "kubernetes.io/hostname": name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
-                    "type": "kwok",
-                    "node.kubernetes.io/instance-type": "devcluster-fake",
-                    ZONE_LABEL: zone,
-                    "topology.kubernetes.io/region": "devcluster",
-                    SLICE_LABEL: sl,
-                    NODEPOOL_LABEL: sl,
+        res = {
+            "cpu": "32",
+            "memory": "128Gi",
+            "pods": "110",
+            "ephemeral-storage": "500Gi",
+            "nvidia.com/gpu": "8",
+        }
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {
+                        "kwok.x-k8s.io/node": "fake",
+                        "node.alpha.kubernetes.io/ttl": "0",
+                    },
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        "type": "kwok",
+                        "node.kubernetes.io/instance-type": "devcluster-fake",
+                        ZONE_LABEL: zone,
+                        "topology.kubernetes.io/region": "devcluster",
+                        SLICE_LABEL: sl,
+                        NODEPOOL_LABEL: sl,
+                    },
                 },
-            },
-            "spec": {},
-            "status": {"capacity": res, "allocatable": res},
-        })
+                "spec": {},
+                "status": {"capacity": res, "allocatable": res},
+            }
+        )
     return nodes
 
 
@@ -741,15 +932,22 @@ def webhook_configs(bin_dir: Path, root: Path, jobset_dir: Path, port: int) -> l
         kind = obj["kind"]
         if kind not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             continue
-        obj["metadata"] = {"name": "devcluster-jobset-" + ("mutating" if kind.startswith("Mutating") else "validating"),
-                           "labels": {"app.kubernetes.io/managed-by": "devcluster"}}
+        obj["metadata"] = {
+            "name": "devcluster-jobset-"
+            + ("mutating" if kind.startswith("Mutating") else "validating"),
+            "labels": {"app.kubernetes.io/managed-by": "devcluster"},
+        }
         for wh in obj["webhooks"]:
             path = wh["clientConfig"]["service"]["path"]
             wh["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
             wh["timeoutSeconds"] = 10
             if any(r.get("resources") == ["pods"] for r in wh.get("rules", [])):
                 # as upstream's kustomize patch does: only JobSet pods go through the webhook
-                wh["objectSelector"] = {"matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
+                wh["objectSelector"] = {
+                    "matchExpressions": [
+                        {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}
+                    ]
+                }
         result.append(obj)
     if len(result) != 2:
         raise RuntimeError(f"unexpected webhook manifests in {manifests}")
@@ -760,8 +958,24 @@ PROBE_JOBSET = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",
     "kind": "JobSet",
     "metadata": {"name": "devcluster-webhook-probe"},
-    "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {
-        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+    "spec": {
+        "replicatedJobs": [
+            {
+                "name": "w",
+                "replicas": 1,
+                "template": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "c", "image": "busybox"}],
+                            }
+                        }
+                    }
+                },
+            }
+        ]
+    },
 }
 
 
@@ -779,10 +993,14 @@ def cmd_up(args) -> int:
     bin_dir = cmd_build(argparse.Namespace(quiet=True))
     manifest = json.loads((bin_dir / "manifest.json").read_text())
     jobset_dir = Path(manifest.get("jobset_module_dir", ""))
-    crd_file = jobset_dir / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+    crd_file = (
+        jobset_dir / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+    )
     if not crd_file.exists():
         jobset_dir = jobset_module_dir()
-        crd_file = jobset_dir / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+        crd_file = (
+            jobset_dir / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+        )
 
     # Fresh state every time (logs of the previous run are discarded here).
     if root.exists():
@@ -790,8 +1008,12 @@ def cmd_up(args) -> int:
     root.mkdir(parents=True)
     (root / ".gitignore").write_text("*\n")
     st = State(root)
-    st.data = {"components": {}, "order": [], "bin_dir": str(bin_dir),
-               "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    st.data = {
+        "components": {},
+        "order": [],
+        "bin_dir": str(bin_dir),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     if args.owner_pid:
         st.data["owner_pid"] = args.owner_pid
     st.save()
@@ -811,16 +1033,19 @@ def cmd_up(args) -> int:
 
 def print_usage(root: Path) -> None:
     st = State(root)
-    print(f"""
-  kubeconfig : {root / 'kubeconfig'}
-  apiserver  : {st.data.get('server')}
-  kubectl    : {Path(st.data.get('bin_dir', '?')) / 'kubectl'}
-  logs       : {root / 'logs'}
+    print(
+        f"""
+  kubeconfig : {root / "kubeconfig"}
+  apiserver  : {st.data.get("server")}
+  kubectl    : {Path(st.data.get("bin_dir", "?")) / "kubectl"}
+  logs       : {root / "logs"}
 
-  export KUBECONFIG={root / 'kubeconfig'}
-  {Path(st.data.get('bin_dir', '?')) / 'kubectl'} get nodes -L {ZONE_LABEL},{SLICE_LABEL}
+  export KUBECONFIG={root / "kubeconfig"}
+  {Path(st.data.get("bin_dir", "?")) / "kubectl"} get nodes -L {ZONE_LABEL},{SLICE_LABEL}
   make cluster-status / make cluster-down
-""", flush=True)
+""",
+        flush=True,
+    )
 
 
 def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> None:
@@ -830,8 +1055,18 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
     t = time.monotonic()
     make_pki(pki)
     log(f"certificates and keys generated in {pki} ({time.monotonic() - t:.1f}s)")
-    names = ["etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok", "kubelet", "webhook", "jobset-health"]
-    ports = dict(zip(names, free_ports(len(names))))
+    names = [
+        "etcd",
+        "etcd-peer",
+        "apiserver",
+        "kcm",
+        "scheduler",
+        "kwok",
+        "kubelet",
+        "webhook",
+        "jobset-health",
+    ]
+    ports = dict(zip(names, free_ports(len(names)), strict=True))
     st.data["ports"] = ports
     server = f"https://127.0.0.1:{ports['apiserver']}"
     st.data["server"] = server
@@ -845,75 +1080,134 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
     # etcd
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
     peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
-    p_etcd = start_process(st, "etcd", [
-        b("etcd"), "--name=devcluster", f"--data-dir={root / 'etcd-data'}",
-        f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-        f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-        f"--initial-cluster=devcluster={peer_url}", "--unsafe-no-fsync=true",
-        "--auto-compaction-retention=1", "--quota-backend-bytes=4294967296", "--log-level=warn",
-    ], env=env, health={"url": etcd_url + "/health"})
+    p_etcd = start_process(
+        st,
+        "etcd",
+        [
+            b("etcd"),
+            "--name=devcluster",
+            f"--data-dir={root / 'etcd-data'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=devcluster={peer_url}",
+            "--unsafe-no-fsync=true",
+            "--auto-compaction-retention=1",
+            "--quota-backend-bytes=4294967296",
+            "--log-level=warn",
+        ],
+        env=env,
+        health={"url": etcd_url + "/health"},
+    )
     watched = {"etcd": (p_etcd, st.components["etcd"]["log"])}
     wait_until("etcd /health", lambda: http_ok(etcd_url + "/health")[0], 30, watched)
     log(f"etcd ready on {etcd_url}")
 
     # kube-apiserver
-    p_api = start_process(st, "kube-apiserver", [
-        b("kube-apiserver"),
-        f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
-        "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-        f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
-        f"--client-ca-file={pki / 'ca.crt'}",
-        "--authorization-mode=RBAC",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={pki / 'sa.pub'}",
-        f"--service-account-signing-key-file={pki / 'sa.key'}",
-        "--service-cluster-ip-range=10.96.0.0/16",
-        "--allow-privileged=true",
-        # No node-lifecycle controller runs, so nothing would remove the not-ready taint.
-        "--disable-admission-plugins=TaintNodesByCondition",
-        f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-        f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-        f"--kubelet-certificate-authority={pki / 'ca.crt'}",
-        "--kubelet-preferred-address-types=InternalIP",
-        "--enable-priority-and-fairness=false",
-        "--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
-        "--profiling=false", f"--cert-dir={root / 'apiserver-certs'}",
-    ], env=env, health={"url": server + "/readyz", "tls": "admin"})
+    p_api = start_process(
+        st,
+        "kube-apiserver",
+        [
+            b("kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--allow-privileged=true",
+            # No node-lifecycle controller runs, so nothing would remove the not-ready taint.
+            "--disable-admission-plugins=TaintNodesByCondition",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=1000",
+            "--max-mutating-requests-inflight=500",
+            "--profiling=false",
+            f"--cert-dir={root / 'apiserver-certs'}",
+        ],
+        env=env,
+        health={"url": server + "/readyz", "tls": "admin"},
+    )
     watched["kube-apiserver"] = (p_api, st.components["kube-apiserver"]["log"])
     kube = Kube(server, pki)
-    wait_until("kube-apiserver /readyz", lambda: kube.get("/readyz", timeout=2)[0] == 200, 90, watched, 0.3)
+    wait_until(
+        "kube-apiserver /readyz", lambda: kube.get("/readyz", timeout=2)[0] == 200, 90, watched, 0.3
+    )
     log(f"kube-apiserver ready on {server} ({time.monotonic() - t:.1f}s)")
 
     # kube-controller-manager and kube-scheduler
-    p_kcm = start_process(st, "kube-controller-manager", [
-        b("kube-controller-manager"),
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={ports['kcm']}",
-        f"--cert-dir={root / 'kcm-certs'}",
-        "--controllers=" + ",".join(KCM_CONTROLLERS),
-        f"--root-ca-file={pki / 'ca.crt'}",
-        "--use-service-account-credentials=false",
-        "--kube-api-qps=200", "--kube-api-burst=400",
-        "--cluster-name=devcluster", "--profiling=false",
-    ], env=env, health={"url": f"https://127.0.0.1:{ports['kcm']}/healthz", "tls": "insecure"})
+    p_kcm = start_process(
+        st,
+        "kube-controller-manager",
+        [
+            b("kube-controller-manager"),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['kcm']}",
+            f"--cert-dir={root / 'kcm-certs'}",
+            "--controllers=" + ",".join(KCM_CONTROLLERS),
+            f"--root-ca-file={pki / 'ca.crt'}",
+            "--use-service-account-credentials=false",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+            "--cluster-name=devcluster",
+            "--profiling=false",
+        ],
+        env=env,
+        health={"url": f"https://127.0.0.1:{ports['kcm']}/healthz", "tls": "insecure"},
+    )
     watched["kube-controller-manager"] = (p_kcm, st.components["kube-controller-manager"]["log"])
-    p_sched = start_process(st, "kube-scheduler", [
-        b("kube-scheduler"),
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}",
-        f"--cert-dir={root / 'scheduler-certs'}", "--kube-api-qps=200", "--kube-api-burst=400",
-        "--profiling=false",
-    ], env=env, health={"url": f"https://127.0.0.1:{ports['scheduler']}/healthz", "tls": "insecure"})
+    p_sched = start_process(
+        st,
+        "kube-scheduler",
+        [
+            b("kube-scheduler"),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['scheduler']}",
+            f"--cert-dir={root / 'scheduler-certs'}",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+            "--profiling=false",
+        ],
+        env=env,
+        health={"url": f"https://127.0.0.1:{ports['scheduler']}/healthz", "tls": "insecure"},
+    )
     watched["kube-scheduler"] = (p_sched, st.components["kube-scheduler"]["log"])
 
     # log server (the "kubelet" endpoint of every fake node, for pods/log)
-    p_logs = start_process(st, "logserver", [
-        sys.executable, str(Path(__file__).resolve()), "logserver",
-        "--state-dir", str(root), "--port", str(ports["kubelet"]),
-    ], env=env, health={"url": f"https://127.0.0.1:{ports['kubelet']}/healthz", "tls": "ca"})
+    p_logs = start_process(
+        st,
+        "logserver",
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "logserver",
+            "--state-dir",
+            str(root),
+            "--port",
+            str(ports["kubelet"]),
+        ],
+        env=env,
+        health={"url": f"https://127.0.0.1:{ports['kubelet']}/healthz", "tls": "ca"},
+    )
     watched["logserver"] = (p_logs, st.components["logserver"]["log"])
 
     # fake nodes + kwok
@@ -921,21 +1215,50 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
         code, body = kube.request("POST", "/api/v1/nodes", node)
         if code not in (200, 201):
             raise RuntimeError(f"creating node {node['metadata']['name']} failed: {code} {body}")
-    p_kwok = start_process(st, "kwok", [
-        b("kwok"), f"--kubeconfig={kubeconfig}", f"--config={STAGES_FILE}",
-        "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        "--node-ip=127.0.0.1", f"--node-port={ports['kubelet']}",
-        f"--server-address=127.0.0.1:{ports['kwok']}",
-        "--cidr=10.244.0.0/16", "--node-lease-duration-seconds=40",
-    ], env=env, health={"url": f"http://127.0.0.1:{ports['kwok']}/healthz"})
+    p_kwok = start_process(
+        st,
+        "kwok",
+        [
+            b("kwok"),
+            f"--kubeconfig={kubeconfig}",
+            f"--config={STAGES_FILE}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-ip=127.0.0.1",
+            f"--node-port={ports['kubelet']}",
+            f"--server-address=127.0.0.1:{ports['kwok']}",
+            "--cidr=10.244.0.0/16",
+            "--node-lease-duration-seconds=40",
+        ],
+        env=env,
+        health={"url": f"http://127.0.0.1:{ports['kwok']}/healthz"},
+    )
     watched["kwok"] = (p_kwok, st.components["kwok"]["log"])
 
     # JobSet CRD (upstream file from the downloaded Go module) and manager
-    kubectl(bin_dir, root, "apply", "--server-side", "--force-conflicts", "--field-manager=devcluster", "-f", str(crd_file))
-    wait_until("JobSet CRD Established", lambda: any(
-        c["type"] == "Established" and c["status"] == "True"
-        for c in kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/jobsets.jobset.x-k8s.io")[1]
-        .get("status", {}).get("conditions", [])), 30, watched)
+    kubectl(
+        bin_dir,
+        root,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=devcluster",
+        "-f",
+        str(crd_file),
+    )
+    wait_until(
+        "JobSet CRD Established",
+        lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in kube.get(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/jobsets.jobset.x-k8s.io"
+            )[1]
+            .get("status", {})
+            .get("conditions", [])
+        ),
+        30,
+        watched,
+    )
     jdir = root / "jobset"
     certdir = jdir / "certs"
     certdir.mkdir(parents=True)
@@ -952,43 +1275,92 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
         "clientConnection": {"qps": 500, "burst": 500},
     }
     (jdir / "config.yaml").write_text(json.dumps(jcfg, indent=2))
-    p_js = start_process(st, "jobset", [
-        b("jobset"), f"--config={jdir / 'config.yaml'}", f"--kubeconfig={kubeconfig}",
-        "--metrics-bind-address=0", "--zap-log-level=info",
-    ], env=env, health={"url": f"http://127.0.0.1:{ports['jobset-health']}/readyz"})
+    p_js = start_process(
+        st,
+        "jobset",
+        [
+            b("jobset"),
+            f"--config={jdir / 'config.yaml'}",
+            f"--kubeconfig={kubeconfig}",
+            "--metrics-bind-address=0",
+            "--zap-log-level=info",
+        ],
+        env=env,
+        health={"url": f"http://127.0.0.1:{ports['jobset-health']}/readyz"},
+    )
     watched["jobset"] = (p_js, st.components["jobset"]["log"])
 
-    wait_until("fake nodes Ready", lambda: sum(
-        1 for n in kube.get("/api/v1/nodes?labelSelector=devcluster%2Fslice")[1].get("items", [])
-        for c in n.get("status", {}).get("conditions", []) if c["type"] == "Ready" and c["status"] == "True"
-    ) >= NODE_COUNT, 60, watched)
+    wait_until(
+        "fake nodes Ready",
+        lambda: (
+            sum(
+                1
+                for n in kube.get("/api/v1/nodes?labelSelector=devcluster%2Fslice")[1].get(
+                    "items", []
+                )
+                for c in n.get("status", {}).get("conditions", [])
+                if c["type"] == "Ready" and c["status"] == "True"
+            )
+            >= NODE_COUNT
+        ),
+        60,
+        watched,
+    )
     log(f"{NODE_COUNT} kwok nodes Ready ({time.monotonic() - t:.1f}s)")
-    wait_until("JobSet manager /readyz",
-               lambda: http_ok(f"http://127.0.0.1:{ports['jobset-health']}/readyz")[0], 90, watched, 0.3)
+    wait_until(
+        "JobSet manager /readyz",
+        lambda: http_ok(f"http://127.0.0.1:{ports['jobset-health']}/readyz")[0],
+        90,
+        watched,
+        0.3,
+    )
     for obj in webhook_configs(bin_dir, root, jobset_dir, ports["webhook"]):
-        plural = "mutatingwebhookconfigurations" if obj["kind"].startswith("Mutating") else "validatingwebhookconfigurations"
+        plural = (
+            "mutatingwebhookconfigurations"
+            if obj["kind"].startswith("Mutating")
+            else "validatingwebhookconfigurations"
+        )
         code, body = kube.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", obj)
         if code not in (200, 201):
             raise RuntimeError(f"creating {plural} failed: {code} {body}")
 
     def webhook_works():
-        code, body = kube.request("POST", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets?dryRun=All",
-                                  PROBE_JOBSET)
+        code, body = kube.request(
+            "POST",
+            "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets?dryRun=All",
+            PROBE_JOBSET,
+        )
         return code == 201 and isinstance(body, dict) and body.get("spec", {}).get("successPolicy")
 
     wait_until("JobSet webhooks answering (server-side dry-run)", webhook_works, 60, watched, 0.3)
-    log(f"JobSet {manifest_version(bin_dir, 'jobset')} manager and webhooks ready "
-        f"(https://127.0.0.1:{ports['webhook']}) ({time.monotonic() - t:.1f}s)")
+    log(
+        f"JobSet {manifest_version(bin_dir, 'jobset')} manager and webhooks ready "
+        f"(https://127.0.0.1:{ports['webhook']}) ({time.monotonic() - t:.1f}s)"
+    )
     for name in ("kube-controller-manager", "kube-scheduler", "logserver", "kwok"):
         c = st.components[name]
         wait_until(f"{name} health", lambda c=c: check_health(root, c)[0], 60, watched, 0.3)
-    wait_until("default ServiceAccount", lambda: kube.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
-               30, watched)
+    wait_until(
+        "default ServiceAccount",
+        lambda: kube.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+        30,
+        watched,
+    )
     if args.owner_pid:
-        start_process(st, "watchdog", [
-            sys.executable, str(Path(__file__).resolve()), "watchdog",
-            "--state-dir", str(root), "--owner-pid", str(args.owner_pid),
-        ], env=env)
+        start_process(
+            st,
+            "watchdog",
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "watchdog",
+                "--state-dir",
+                str(root),
+                "--owner-pid",
+                str(args.owner_pid),
+            ],
+            env=env,
+        )
     st.data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     st.save()
 
@@ -1027,19 +1399,23 @@ def cmd_logserver(args) -> int:
     kube = Kube(st.data["server"], pki)
 
     def pod_logs(ns: str, pod: str, container: str):
-        code, obj = kube.get(f"/api/v1/namespaces/{urllib.parse.quote(ns)}/pods/{urllib.parse.quote(pod)}")
+        code, obj = kube.get(
+            f"/api/v1/namespaces/{urllib.parse.quote(ns)}/pods/{urllib.parse.quote(pod)}"
+        )
         if code != 200:
             return code, None, None
         ann = obj.get("metadata", {}).get("annotations") or {}
         statuses = {s["name"]: s for s in obj.get("status", {}).get("containerStatuses") or []}
-        statuses.update({s["name"]: s for s in obj.get("status", {}).get("initContainerStatuses") or []})
+        statuses.update(
+            {s["name"]: s for s in obj.get("status", {}).get("initContainerStatuses") or []}
+        )
         return 200, ann, (obj, statuses.get(container))
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, fmt, *a):  # quieter access log
-            sys.stdout.write("%s %s\n" % (time.strftime("%H:%M:%S"), fmt % a))
+            sys.stdout.write(f"{time.strftime('%H:%M:%S')} {fmt % a}\n")
             sys.stdout.flush()
 
         def send(self, code: int, body: bytes, ctype="text/plain; charset=utf-8"):
@@ -1049,31 +1425,36 @@ def cmd_logserver(args) -> int:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             u = urllib.parse.urlsplit(self.path)
             q = urllib.parse.parse_qs(u.query)
             if u.path in ("/healthz", "/readyz", "/livez"):
                 return self.send(200, b"ok")
             parts = [urllib.parse.unquote(p) for p in u.path.strip("/").split("/")]
             if len(parts) != 4 or parts[0] != "containerLogs":
-                return self.send(404, b"not found (devcluster log server serves only /containerLogs)")
+                return self.send(
+                    404, b"not found (devcluster log server serves only /containerLogs)"
+                )
             _, ns, pod, container = parts
             code, ann, extra = pod_logs(ns, pod, container)
             if code != 200:
                 return self.send(404, f"pod {ns}/{pod} not found".encode())
-            obj, cstatus = extra
+            _, cstatus = extra
             if cstatus is None:
                 return self.send(400, f"container {container} is not valid for pod {pod}".encode())
             state = cstatus.get("state") or {}
             if "running" not in state and "terminated" not in state:
-                return self.send(400, f'container "{container}" in pod "{pod}" is waiting to start'.encode())
+                return self.send(
+                    400, f'container "{container}" in pod "{pod}" is waiting to start'.encode()
+                )
             text = ann.get("devcluster/log", "")
             lines = text.splitlines()
             if "tailLines" in q:
                 n = int(q["tailLines"][0])
                 lines = lines[-n:] if n > 0 else []
-            started = (state.get("running") or state.get("terminated") or {}).get("startedAt") \
-                or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            started = (state.get("running") or state.get("terminated") or {}).get(
+                "startedAt"
+            ) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             ts = started.replace("Z", ".000000000Z") if "." not in started else started
             if q.get("timestamps", ["false"])[0] == "true":
                 lines = [f"{ts} {ln}" for ln in lines]
@@ -1098,7 +1479,11 @@ def cmd_logserver(args) -> int:
                     chunk(body)
                 while True:
                     code, _, extra2 = pod_logs(ns, pod, container)
-                    if code != 200 or extra2[1] is None or "running" not in (extra2[1].get("state") or {}):
+                    if (
+                        code != 200
+                        or extra2[1] is None
+                        or "running" not in (extra2[1].get("state") or {})
+                    ):
                         break
                     time.sleep(1)
                 self.wfile.write(b"0\r\n\r\n")
@@ -1116,10 +1501,8 @@ def cmd_logserver(args) -> int:
     httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     log(f"log server listening on https://127.0.0.1:{args.port}")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -1127,12 +1510,18 @@ def cmd_logserver(args) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="devcluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="devcluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="build (or reuse cached) binaries")
     up = sub.add_parser("up", help="start a fresh cluster in .devcluster/")
-    up.add_argument("--owner-pid", type=int, default=0,
-                    help="stop the cluster automatically when this process exits (used by the pytest plugin)")
+    up.add_argument(
+        "--owner-pid",
+        type=int,
+        default=0,
+        help="stop the cluster automatically when this process exits (used by the pytest plugin)",
+    )
     sub.add_parser("down", help="stop every process started by `up`")
     s = sub.add_parser("status", help="report the health of every component")
     s.add_argument("--json", action="store_true")
@@ -1150,8 +1539,13 @@ def main(argv=None) -> int:
     if args.cmd == "bin-dir":
         print(cmd_build(argparse.Namespace(quiet=True)))
         return 0
-    return {"up": cmd_up, "down": cmd_down, "status": cmd_status,
-            "logserver": cmd_logserver, "watchdog": cmd_watchdog}[args.cmd](args)
+    return {
+        "up": cmd_up,
+        "down": cmd_down,
+        "status": cmd_status,
+        "logserver": cmd_logserver,
+        "watchdog": cmd_watchdog,
+    }[args.cmd](args)
 
 
 if __name__ == "__main__":

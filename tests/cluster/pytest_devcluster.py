@@ -1,0 +1,282 @@
+"""Pytest plugin: the local devcluster (real kube-apiserver + JobSet controller) for tests.
+
+Register it once, in the root ``tests/conftest.py``::
+
+    pytest_plugins = ["tests.cluster.pytest_devcluster"]
+
+Fixtures
+--------
+``devcluster`` (session)
+    Uses, in this order: the cluster named by ``DEVCLUSTER_KUBECONFIG``; a healthy running
+    devcluster (``.devcluster/kubeconfig``, e.g. from ``make cluster-up``); otherwise starts one
+    (``devcluster.py up``, building the binaries if needed) and stops it at the end of the session.
+    A cluster that is missing or cannot be started FAILS the tests that need it; never a skip.
+``cluster_namespace`` (function)
+    A fresh namespace (default ServiceAccount present), deleted afterwards.
+
+Marker ``cluster``: every test carrying it gets the ``devcluster`` fixture automatically.
+
+Needs the ``kubernetes`` Python client (30.x-37.x) only when a cluster test runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+DEVCLUSTER_PY = HERE / "devcluster.py"
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+JOBSET_PLURAL = "jobsets"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+SLICE_LABEL = "devcluster/slice"
+
+T = TypeVar("T")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cluster: needs the local control plane (devcluster); started by the session fixture",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _devcluster_for_cluster_marker(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("cluster") is not None:
+        request.getfixturevalue("devcluster")
+
+
+def _state_dir() -> Path:
+    default = HERE.parent.parent / ".devcluster"
+    return Path(os.environ.get("DEVCLUSTER_STATE_DIR", str(default))).resolve()
+
+
+@dataclass
+class DevCluster:
+    """Handle on a running cluster, with small helpers for tests."""
+
+    kubeconfig: Path
+    started_here: bool = False
+    state_dir: Path | None = None
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # -- clients ---------------------------------------------------------------------------
+    def api_client(self) -> Any:
+        """A new ``kubernetes.client.ApiClient`` for this cluster."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def _client(self, name: str) -> Any:
+        if name not in self._clients:
+            from kubernetes import client
+
+            if "api" not in self._clients:
+                self._clients["api"] = self.api_client()
+            self._clients[name] = getattr(client, name)(self._clients["api"])
+        return self._clients[name]
+
+    @property
+    def core(self) -> Any:
+        return self._client("CoreV1Api")
+
+    @property
+    def batch(self) -> Any:
+        return self._client("BatchV1Api")
+
+    @property
+    def custom(self) -> Any:
+        return self._client("CustomObjectsApi")
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for subprocesses (KUBECONFIG set, kubectl of the devcluster on PATH)."""
+        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
+        bin_dir = self.bin_dir
+        if bin_dir:
+            env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    @property
+    def bin_dir(self) -> Path | None:
+        if self.state_dir and (self.state_dir / "state.json").exists():
+            data = json.loads((self.state_dir / "state.json").read_text())
+            if data.get("bin_dir"):
+                return Path(data["bin_dir"])
+        return None
+
+    # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def wait_for(
+        predicate: Callable[[], T | None],
+        timeout: float = 120.0,
+        interval: float = 0.5,
+        desc: str = "condition",
+    ) -> T:
+        """Poll ``predicate`` until it returns something truthy; fail the test on timeout."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            last = predicate()
+            if last:
+                return last
+            time.sleep(interval)
+        pytest.fail(f"timed out after {timeout:.0f}s waiting for {desc} (last value: {last!r})")
+
+    def create_namespace(self, prefix: str = "t") -> str:
+        from kubernetes import client
+
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+
+        def has_sa() -> bool:
+            items = self.core.list_namespaced_service_account(name).items
+            return any(sa.metadata.name == "default" for sa in items)
+
+        self.wait_for(has_sa, timeout=30, interval=0.2, desc=f"default ServiceAccount in {name}")
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+    def create_jobset(self, namespace: str, body: dict[str, Any], dry_run: bool = False) -> Any:
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        return self.custom.create_namespaced_custom_object(
+            JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, body, **kwargs
+        )
+
+    def get_jobset(self, namespace: str, name: str) -> dict[str, Any]:
+        obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name
+        )
+        return obj
+
+    def delete_jobset(self, namespace: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(
+            JOBSET_GROUP,
+            JOBSET_VERSION,
+            namespace,
+            JOBSET_PLURAL,
+            name,
+            propagation_policy="Foreground",
+        )
+
+    def wait_jobset_terminal(self, namespace: str, name: str, timeout: float = 180) -> dict:
+        """Wait until ``status.terminalState`` is set; returns the JobSet object."""
+
+        def done() -> dict[str, Any] | None:
+            js = self.get_jobset(namespace, name)
+            return js if (js.get("status") or {}).get("terminalState") else None
+
+        return self.wait_for(done, timeout=timeout, desc=f"JobSet {namespace}/{name} to finish")
+
+    def node_labels(self) -> dict[str, dict[str, str]]:
+        return {n.metadata.name: dict(n.metadata.labels or {}) for n in self.core.list_node().items}
+
+
+def _run_devcluster(args: list[str], request: pytest.FixtureRequest, stream: bool) -> str:
+    """Run devcluster.py; with stream=True its progress goes straight to the terminal."""
+    cmd = [sys.executable, str(DEVCLUSTER_PY), *args]
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    if stream and capman is not None:
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(f"\n[pytest-devcluster] {' '.join(args)}\n")
+            proc = subprocess.run(cmd, check=False, stdout=sys.stderr, stderr=subprocess.STDOUT)
+        out = ""
+    else:
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"`devcluster.py {' '.join(args)}` failed (exit {proc.returncode})\n{out}"
+        )
+    return out
+
+
+def _healthy(state_dir: Path) -> bool:
+    proc = subprocess.run(
+        [sys.executable, str(DEVCLUSTER_PY), "status", "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, DEVCLUSTER_STATE_DIR=str(state_dir)),
+    )
+    try:
+        return bool(json.loads(proc.stdout)["healthy"])
+    except (ValueError, KeyError):
+        return False
+
+
+def _check_api(dc: DevCluster) -> None:
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        pytest.fail(
+            "cluster tests need the `kubernetes` Python client (pip install 'kubernetes>=30,<38')",
+            pytrace=False,
+        )
+    try:
+        dc.core.list_node()
+        dc.custom.list_cluster_custom_object(JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, limit=1)
+    except Exception as e:  # any failure here means: no usable cluster
+        pytest.fail(f"devcluster at {dc.kubeconfig} is not usable: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
+    explicit = os.environ.get("DEVCLUSTER_KUBECONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            pytest.fail(f"DEVCLUSTER_KUBECONFIG={explicit} does not exist", pytrace=False)
+        dc = DevCluster(kubeconfig=path)
+        _check_api(dc)
+        yield dc
+        return
+
+    state = _state_dir()
+    if _healthy(state):
+        dc = DevCluster(kubeconfig=state / "kubeconfig", state_dir=state)
+        _check_api(dc)
+        yield dc
+        return
+
+    try:
+        _run_devcluster(["up", "--owner-pid", str(os.getpid())], request, stream=True)
+    except Exception as e:
+        # `up` cleans up after itself when it fails; make sure nothing is left anyway.
+        subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
+        pytest.fail(f"could not start the devcluster: {e}", pytrace=False)
+    dc = DevCluster(kubeconfig=state / "kubeconfig", started_here=True, state_dir=state)
+    try:
+        _check_api(dc)
+        yield dc
+    finally:
+        _run_devcluster(["down"], request, stream=False)
+
+
+@pytest.fixture
+def cluster_namespace(devcluster: DevCluster) -> Iterator[str]:
+    name = devcluster.create_namespace()
+    try:
+        yield name
+    finally:
+        devcluster.delete_namespace(name)
