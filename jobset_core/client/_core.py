@@ -1,0 +1,580 @@
+"""The pure half of the client layer: requests as values, answers as typed results.
+
+Nothing here performs I/O, sleeps, logs or reads a clock. The sync and async shells
+(:mod:`jobset_core.client.sync`, :mod:`jobset_core.client.aio`) build a :class:`Request` here,
+hand it to the official client, and bring the answer back here to be decoded, mapped to our
+error tree, or judged for a retry. Keeping every decision on this side means the two shells can
+only differ in how they wait, never in what they decide.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import email.utils
+import http
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import quote
+
+from jobset_core.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    JobSetError,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+)
+from jobset_core.models import JobSet, to_plain
+from jobset_core.resources import JOB, JOBSET, SERVICE, ApiResource
+
+__all__ = [
+    "CONFIG_MAP",
+    "DEFAULT_RETRY",
+    "EVENT",
+    "JOB",
+    "JOBSET",
+    "POD",
+    "SERVICE",
+    "ObjectList",
+    "PatchType",
+    "Propagation",
+    "Request",
+    "RetryPolicy",
+    "Selector",
+    "Unreachable",
+    "as_object",
+    "create",
+    "decode_body",
+    "decode_jobset",
+    "decode_list",
+    "delete",
+    "discovery",
+    "error_from_response",
+    "get",
+    "is_success",
+    "jobset_api_in",
+    "list_",
+    "parse_retry_after",
+    "patch",
+    "pod_log",
+    "render_selector",
+    "retry_delay",
+    "truncate",
+    "unreachable",
+    "watch",
+]
+
+CONFIG_MAP = ApiResource(group="", version="v1", kind="ConfigMap", plural="configmaps")
+POD = ApiResource(group="", version="v1", kind="Pod", plural="pods")
+EVENT = ApiResource(group="", version="v1", kind="Event", plural="events")
+
+PatchType = Literal["merge", "json", "strategic"]
+Propagation = Literal["Foreground", "Background", "Orphan"]
+#: A label or field selector: a rendered string, or ``{key: value}`` where a value may be a
+#: string (``key=value``), a list of strings (``key in (a,b)``) or ``None`` (``key`` exists).
+Selector = str | Mapping[str, "str | Sequence[str] | None"]
+
+T = TypeVar("T")
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+_TEXT_LIMIT = 256
+_ERROR_CLASSES: dict[int, type[ApiError]] = {
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+class Unreachable(JobSetError):
+    """The API server could not be reached, or a connection broke mid-answer.
+
+    Not an :class:`~jobset_core.errors.ApiError`: no server answered. Reads are retried with
+    backoff before this surfaces; a watch that drops raises it so the caller reconnects.
+    """
+
+
+@dataclass(frozen=True)
+class Request:
+    """One API call, described as a value.
+
+    Attributes:
+        method: HTTP method.
+        path: Absolute API path with every segment already escaped.
+        query: Query parameters, in order, as strings.
+        body: JSON-shaped request body, or ``None``.
+        content_type: ``Content-Type`` of the body.
+        verb: The Kubernetes verb (``create``, ``get``, ``list``, ``watch``, ``patch``,
+            ``delete``), for messages and the retry decision.
+        resource: ``plural.group`` of the target, for messages.
+    """
+
+    method: Literal["GET", "POST", "PATCH", "DELETE"]
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    body: Any = None
+    content_type: str = "application/json"
+    verb: str = "get"
+    resource: str = ""
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether repeating the call after a lost answer cannot change anything."""
+        return self.method == "GET"
+
+
+@dataclass(frozen=True)
+class ObjectList(Generic[T]):
+    """The items of a list call and the collection's ``resourceVersion`` to watch from."""
+
+    items: list[T]
+    resource_version: str
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _path(
+    resource: ApiResource, namespace: str | None, name: str | None = None, sub: str | None = None
+) -> str:
+    root = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
+    parts = [root]
+    if namespace is not None:
+        parts.append(f"namespaces/{_segment(namespace)}")
+    parts.append(resource.plural)
+    if name is not None:
+        parts.append(_segment(name))
+    if sub is not None:
+        parts.append(sub)
+    return "/".join(parts)
+
+
+def _segment(value: str) -> str:
+    if not value or value in (".", ".."):
+        raise ValueError(f"not a valid object name or namespace: {value!r}")
+    return quote(value, safe="")
+
+
+def _label(resource: ApiResource) -> str:
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+
+
+def create(
+    resource: ApiResource,
+    namespace: str,
+    body: Any,
+    *,
+    dry_run: bool = False,
+    field_manager: str | None = None,
+) -> Request:
+    """``POST`` a new object (``dryRun=All`` for a server-side dry run)."""
+    query = _params(dryRun="All" if dry_run else None, fieldManager=field_manager)
+    return Request(
+        "POST",
+        _path(resource, namespace),
+        query,
+        _body(body),
+        verb="create",
+        resource=_label(resource),
+    )
+
+
+def get(resource: ApiResource, namespace: str, name: str) -> Request:
+    """``GET`` one object."""
+    return Request("GET", _path(resource, namespace, name), verb="get", resource=_label(resource))
+
+
+def list_(
+    resource: ApiResource,
+    namespace: str,
+    *,
+    label_selector: Selector | None = None,
+    field_selector: Selector | None = None,
+) -> Request:
+    """``GET`` a collection (one page holding everything, so its resourceVersion is a snapshot)."""
+    query = _params(
+        labelSelector=render_selector(label_selector), fieldSelector=render_selector(field_selector)
+    )
+    return Request("GET", _path(resource, namespace), query, verb="list", resource=_label(resource))
+
+
+def watch(
+    resource: ApiResource,
+    namespace: str,
+    *,
+    resource_version: str | None = None,
+    label_selector: Selector | None = None,
+    field_selector: Selector | None = None,
+    timeout_seconds: int | None = None,
+) -> Request:
+    """``GET ?watch=true`` with bookmarks, from ``resource_version`` when given."""
+    query = _params(
+        watch="true",
+        allowWatchBookmarks="true",
+        resourceVersion=resource_version or None,
+        labelSelector=render_selector(label_selector),
+        fieldSelector=render_selector(field_selector),
+        timeoutSeconds=None if timeout_seconds is None else str(int(timeout_seconds)),
+    )
+    return Request(
+        "GET", _path(resource, namespace), query, verb="watch", resource=_label(resource)
+    )
+
+
+def patch(
+    resource: ApiResource,
+    namespace: str,
+    name: str,
+    body: Any,
+    *,
+    patch_type: PatchType = "merge",
+    field_manager: str | None = None,
+    subresource: str | None = None,
+) -> Request:
+    """``PATCH`` an object (merge patch by default; a JSON patch must be a list of operations)."""
+    content_type = _PATCH_CONTENT_TYPES.get(patch_type)
+    if content_type is None:
+        raise ValueError(
+            f"unknown patch type {patch_type!r}; use one of {sorted(_PATCH_CONTENT_TYPES)}"
+        )
+    plain = _body(body)
+    if (patch_type == "json") != isinstance(plain, list):
+        raise ValueError("a 'json' patch is a list of operations; other patch types are objects")
+    return Request(
+        "PATCH",
+        _path(resource, namespace, name, subresource),
+        _params(fieldManager=field_manager),
+        plain,
+        content_type,
+        verb="patch",
+        resource=_label(resource),
+    )
+
+
+def delete(
+    resource: ApiResource,
+    namespace: str,
+    name: str,
+    *,
+    propagation: Propagation = "Foreground",
+    uid: str | None = None,
+    grace_period_seconds: int | None = None,
+) -> Request:
+    """``DELETE`` an object with ``DeleteOptions`` (``uid`` makes it a precondition)."""
+    options: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": propagation,
+    }
+    if uid is not None:
+        options["preconditions"] = {"uid": uid}
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    return Request(
+        "DELETE",
+        _path(resource, namespace, name),
+        body=options,
+        verb="delete",
+        resource=_label(resource),
+    )
+
+
+def pod_log(
+    namespace: str,
+    name: str,
+    *,
+    container: str | None = None,
+    tail_lines: int | None = None,
+    follow: bool = False,
+    previous: bool = False,
+) -> Request:
+    """``GET`` a pod container's log (the body is raw text, never JSON-decoded)."""
+    query = _params(
+        container=container,
+        tailLines=None if tail_lines is None else str(int(tail_lines)),
+        follow="true" if follow else None,
+        previous="true" if previous else None,
+    )
+    return Request(
+        "GET", _path(POD, namespace, name, "log"), query, verb="get", resource="pods/log"
+    )
+
+
+def discovery(group: str = JOBSET.group, version: str = JOBSET.version) -> Request:
+    """``GET`` the discovery document of one API group version."""
+    return Request("GET", f"/apis/{_segment(group)}/{_segment(version)}", verb="get")
+
+
+def _params(**values: str | None) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in values.items() if value is not None)
+
+
+def _body(body: Any) -> Any:
+    plain = to_plain(body)
+    if not isinstance(plain, (dict, list)):
+        raise TypeError(f"a request body must be an object or a list, not {type(body).__name__}")
+    return plain
+
+
+def render_selector(selector: Selector | None) -> str | None:
+    """Render a label/field selector: ``{"a": "x", "b": ["y", "z"], "c": None}`` →
+    ``a=x,b in (y,z),c``. Strings pass through; empty selectors become ``None``."""
+    if selector is None:
+        return None
+    if isinstance(selector, str):
+        return selector or None
+    terms: list[str] = []
+    for key, value in selector.items():
+        _check_selector_token(key, "key")
+        if value is None:
+            terms.append(key)
+        elif isinstance(value, str):
+            _check_selector_token(value, "value", allow_empty=True)
+            terms.append(f"{key}={value}")
+        else:
+            values = list(value)
+            if not values:
+                raise ValueError(f"selector {key!r}: an 'in' term needs at least one value")
+            for item in values:
+                _check_selector_token(item, "value", allow_empty=True)
+            terms.append(f"{key} in ({','.join(values)})")
+    return ",".join(terms) or None
+
+
+def _check_selector_token(token: str, what: str, *, allow_empty: bool = False) -> None:
+    if (not token and not allow_empty) or any(c in token for c in ",()=! \t\n"):
+        raise ValueError(f"invalid selector {what} {token!r}")
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def is_success(status: int) -> bool:
+    """Whether an HTTP status is a success (2xx)."""
+    return 200 <= status < 300
+
+
+def decode_body(body: bytes | str | None) -> Any:
+    """Decode a JSON response body (``None`` for an empty one)."""
+    if body is None:
+        return None
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return json.loads(text) if text.strip() else None
+
+
+def as_object(data: Any) -> dict[str, Any]:
+    """The answer as an API-shaped mapping; anything else is a server fault."""
+    if not isinstance(data, dict):
+        raise ServerError(200, "UnexpectedResponse", truncate(repr(data)))
+    return data
+
+
+def decode_jobset(data: Any) -> JobSet:
+    """A JobSet from the server: unknown (newer) fields are kept, never dropped."""
+    return JobSet.model_validate(as_object(data))
+
+
+def decode_list(data: Any, item: Callable[[Any], T]) -> ObjectList[T]:
+    """Decode a ``...List`` answer, giving every item the list's ``apiVersion``/``kind``.
+
+    The API server leaves ``apiVersion``/``kind`` out of list items; they are filled in so a
+    JobSet (whose model requires them) and plain dicts look the same as from a ``get``.
+    """
+    obj = as_object(data)
+    kind = str(obj.get("kind", ""))
+    item_kind = kind[: -len("List")] if kind.endswith("List") else ""
+    api_version = obj.get("apiVersion")
+    items: list[T] = []
+    for raw in obj.get("items") or []:
+        entry = dict(as_object(raw))
+        if item_kind:
+            entry.setdefault("kind", item_kind)
+        if api_version:
+            entry.setdefault("apiVersion", api_version)
+        items.append(item(entry))
+    metadata = obj.get("metadata") or {}
+    return ObjectList(items=items, resource_version=str(metadata.get("resourceVersion") or ""))
+
+
+def jobset_api_in(document: Any) -> bool:
+    """Whether a discovery ``APIResourceList`` serves the ``jobsets`` resource."""
+    if not isinstance(document, dict):
+        return False
+    return any(
+        isinstance(entry, dict) and entry.get("name") == JOBSET.plural
+        for entry in document.get("resources") or []
+    )
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def truncate(text: str, limit: int = _TEXT_LIMIT) -> str:
+    """Cut a text body to ``limit`` characters so tokens or payloads don't spill into logs."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if headers is None:
+        return None
+    items: Iterable[tuple[Any, Any]] = headers.items() if hasattr(headers, "items") else headers
+    for key, value in items:
+        if str(key).lower() == name.lower():
+            return str(value)
+    return None
+
+
+def parse_retry_after(value: str | None, now: _dt.datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds, or an HTTP date (needs
+    ``now``). ``None`` when absent or unreadable."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    if now is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return max(0.0, (when - now).total_seconds())
+
+
+def error_from_response(
+    status: int,
+    headers: Any = None,
+    body: bytes | str | None = None,
+    *,
+    now: _dt.datetime | None = None,
+) -> ApiError:
+    """Map an error answer to our tree, keeping the ``Status`` only when it is one.
+
+    Args:
+        status: HTTP status code.
+        headers: Response headers (a mapping or ``(name, value)`` pairs), any case.
+        body: The raw response body.
+        now: Current time, only needed to read a ``Retry-After`` given as an HTTP date.
+
+    Returns:
+        The error to raise (the shell chains the library's exception with ``raise ... from``).
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    try:
+        payload = json.loads(text) if text.strip() else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("kind") == "Status":
+        reason = str(payload.get("reason") or "")
+        message = str(payload.get("message") or "")
+        raw_details = payload.get("details")
+        details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    else:
+        reason, message, details = "", truncate(text.strip()), {}
+    if not reason:
+        reason = _phrase(status)
+    retry_after = parse_retry_after(_header(headers, "Retry-After"), now)
+    if retry_after is None and isinstance(details.get("retryAfterSeconds"), int):
+        retry_after = float(details["retryAfterSeconds"])
+    cls = ServerError if status >= 500 else _ERROR_CLASSES.get(status, ApiError)
+    return cls(status, reason, message, details, retry_after)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase.replace(" ", "")
+    except ValueError:
+        return ""
+
+
+def unreachable(request: Request, error: BaseException) -> Unreachable:
+    """The error for a request that got no answer (connection refused, reset, timed out)."""
+    what = f"{request.verb} {request.resource}".strip() if request.resource else request.verb
+    detail = truncate(str(error).strip() or type(error).__name__)
+    return Unreachable(f"API server unreachable during {what} {request.path}: {detail}")
+
+
+# --------------------------------------------------------------------------- retries
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How throttling (429), server errors (5xx) and lost answers to reads are retried.
+
+    Attributes:
+        max_attempts: Attempts in total, the first one included (1 disables retries).
+        base_delay: Backoff before the second attempt, in seconds.
+        multiplier: Growth of the backoff per attempt.
+        max_delay: Cap of the backoff (a ``Retry-After`` is capped by ``max_retry_after``).
+        jitter: Fraction of the backoff randomised (0.5 → between 50 % and 150 %).
+        max_retry_after: The longest ``Retry-After`` honoured; longer ones surface the error.
+    """
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    multiplier: float = 2.0
+    max_delay: float = 10.0
+    jitter: float = 0.5
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError("jitter must be between 0 and 1")
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    attempt: int,
+    error: JobSetError,
+    *,
+    idempotent: bool,
+    rand: float,
+) -> float | None:
+    """Decide whether to try again after ``attempt`` (1-based) failed with ``error``.
+
+    Args:
+        policy: The retry policy.
+        attempt: The number of the attempt that just failed.
+        error: What it failed with.
+        idempotent: Whether the request is a read (only those are retried on :class:`Unreachable`:
+            a lost answer to a write may hide a success).
+        rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
+
+    Returns:
+        Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
+    """
+    if attempt >= policy.max_attempts:
+        return None
+    retryable = isinstance(error, (TooManyRequests, ServerError)) or (
+        idempotent and isinstance(error, Unreachable)
+    )
+    if not retryable:
+        return None
+    backoff = min(policy.max_delay, policy.base_delay * policy.multiplier ** (attempt - 1))
+    backoff *= 1.0 - policy.jitter + 2.0 * policy.jitter * rand
+    retry_after = error.retry_after if isinstance(error, ApiError) else None
+    if retry_after is None:
+        return backoff
+    if retry_after > policy.max_retry_after:
+        return None
+    return max(retry_after, backoff)

@@ -1,0 +1,173 @@
+"""Where the client connects: a kubeconfig file, a kubeconfig's content, or in-cluster.
+
+:class:`ClientSettings` is plain data (an Airflow connection or a KFP parameter can hold it).
+The loaders hand it to the official clients' own config loaders, which already handle every
+kubeconfig authentication (client certificates, tokens, exec plugins, in-cluster service
+account tokens with refresh): this module writes none of that itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from jobset_core.errors import JobSetError
+
+__all__ = [
+    "ClientSettings",
+    "ConfigError",
+    "Source",
+    "choose_source",
+    "load_async_api_client",
+    "load_sync_api_client",
+]
+
+Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
+
+_SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+
+
+class ConfigError(JobSetError, ValueError):
+    """The connection settings are contradictory, or the official loader rejected them."""
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How to reach the API server. Give at most one of the three sources.
+
+    With none, the usual order applies: ``$KUBECONFIG`` or ``~/.kube/config`` when present,
+    else the in-cluster service account.
+
+    Attributes:
+        kubeconfig_path: A kubeconfig file.
+        kubeconfig: A kubeconfig's content (the parsed YAML mapping).
+        context: The kubeconfig context to use (default: its ``current-context``).
+        in_cluster: Use the pod's service account.
+    """
+
+    kubeconfig_path: str | os.PathLike[str] | None = None
+    kubeconfig: Mapping[str, Any] | None = None
+    context: str | None = None
+    in_cluster: bool = False
+
+    def __post_init__(self) -> None:
+        given = [
+            self.kubeconfig_path is not None,
+            self.kubeconfig is not None,
+            self.in_cluster,
+        ]
+        if sum(given) > 1:
+            raise ConfigError("give at most one of kubeconfig_path, kubeconfig and in_cluster")
+        if self.in_cluster and self.context:
+            raise ConfigError("a context only applies to a kubeconfig, not to in_cluster")
+
+
+def choose_source(
+    settings: ClientSettings, environ: Mapping[str, str], default_kubeconfig_exists: bool
+) -> Source:
+    """Decide which source the settings stand for (pure).
+
+    Args:
+        settings: The settings.
+        environ: The process environment.
+        default_kubeconfig_exists: Whether ``$KUBECONFIG`` / ``~/.kube/config`` exists.
+
+    Raises:
+        ConfigError: nothing was given and neither a kubeconfig nor a cluster is around.
+    """
+    if settings.kubeconfig_path is not None:
+        return "kubeconfig_file"
+    if settings.kubeconfig is not None:
+        return "kubeconfig_dict"
+    if settings.in_cluster:
+        return "in_cluster"
+    if default_kubeconfig_exists or settings.context:
+        return "kubeconfig_file"
+    if environ.get(_SERVICE_HOST_ENV):
+        return "in_cluster"
+    raise ConfigError(
+        "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a cluster; "
+        "pass kubeconfig_path, kubeconfig or in_cluster=True"
+    )
+
+
+def _default_kubeconfig_exists(environ: Mapping[str, str]) -> bool:
+    paths = environ.get("KUBECONFIG", "")
+    candidates = [p for p in paths.split(os.pathsep) if p] or ["~/.kube/config"]
+    return any(Path(p).expanduser().is_file() for p in candidates)
+
+
+def _resolve(settings: ClientSettings) -> Source:
+    environ = dict(os.environ)
+    return choose_source(settings, environ, _default_kubeconfig_exists(environ))
+
+
+def _path(settings: ClientSettings) -> str | None:
+    return None if settings.kubeconfig_path is None else os.fspath(settings.kubeconfig_path)
+
+
+def load_sync_api_client(settings: ClientSettings | None = None) -> Any:
+    """A ``kubernetes.client.ApiClient`` configured by the official ``kubernetes.config``.
+
+    Raises:
+        ConfigError: the official loader rejected the settings.
+    """
+    from kubernetes import client, config
+
+    settings = settings or ClientSettings()
+    source = _resolve(settings)
+    configuration = client.Configuration()
+    try:
+        if source == "in_cluster":
+            config.load_incluster_config(client_configuration=configuration)
+        elif source == "kubeconfig_dict":
+            config.load_kube_config_from_dict(
+                dict(settings.kubeconfig or {}),
+                context=settings.context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            config.load_kube_config(
+                config_file=_path(settings),
+                context=settings.context,
+                client_configuration=configuration,
+            )
+    except (config.ConfigException, OSError) as err:
+        raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
+    return client.ApiClient(configuration)
+
+
+async def load_async_api_client(settings: ClientSettings | None = None) -> Any:
+    """A ``kubernetes_asyncio.client.ApiClient`` configured by ``kubernetes_asyncio.config``.
+
+    Raises:
+        ConfigError: the official loader rejected the settings.
+    """
+    from kubernetes_asyncio import client, config
+
+    settings = settings or ClientSettings()
+    source = _resolve(settings)
+    configuration = client.Configuration()
+    try:
+        if source == "in_cluster":
+            load_incluster: Any = config.load_incluster_config  # untyped in kubernetes_asyncio
+            load_incluster(client_configuration=configuration)
+        elif source == "kubeconfig_dict":
+            await config.load_kube_config_from_dict(
+                dict(settings.kubeconfig or {}),
+                context=settings.context,
+                client_configuration=configuration,
+            )
+        else:
+            await config.load_kube_config(
+                config_file=_path(settings),
+                context=settings.context,
+                client_configuration=configuration,
+            )
+    except (config.ConfigException, OSError) as err:
+        raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
+    return client.ApiClient(configuration)

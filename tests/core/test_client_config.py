@@ -1,0 +1,213 @@
+"""Connection settings and loaders, and the shells' behaviour when no server answers."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_core.client import (
+    AsyncJobSetClient,
+    ClientSettings,
+    ConfigError,
+    JobSetClient,
+    RetryPolicy,
+    Unreachable,
+)
+from jobset_core.client.config import choose_source, load_async_api_client, load_sync_api_client
+
+
+def kubeconfig(server: str, *, context: str = "dev", token: str = "t0ken") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}
+        ],
+        "users": [{"name": "u", "user": {"token": token}}],
+        "contexts": [
+            {"name": context, "context": {"cluster": "c", "user": "u", "namespace": "ns"}},
+            {"name": "other", "context": {"cluster": "c", "user": "u"}},
+        ],
+        "current-context": context,
+    }
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        pytest.param({"kubeconfig_path": "a", "kubeconfig": {}}, "at most one", id="path-and-dict"),
+        pytest.param(
+            {"kubeconfig_path": "a", "in_cluster": True}, "at most one", id="path-and-in-cluster"
+        ),
+        pytest.param(
+            {"in_cluster": True, "context": "x"}, "context only applies", id="context-in-cluster"
+        ),
+    ],
+)
+def test_contradictory_settings_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ClientSettings(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("settings", "environ", "default_exists", "source"),
+    [
+        pytest.param(ClientSettings(kubeconfig_path="k"), {}, False, "kubeconfig_file", id="path"),
+        pytest.param(ClientSettings(kubeconfig={}), {}, True, "kubeconfig_dict", id="dict"),
+        pytest.param(ClientSettings(in_cluster=True), {}, True, "in_cluster", id="in-cluster"),
+        pytest.param(ClientSettings(), {}, True, "kubeconfig_file", id="default-kubeconfig"),
+        pytest.param(
+            ClientSettings(context="x"), {}, False, "kubeconfig_file", id="context-means-kubeconfig"
+        ),
+        pytest.param(
+            ClientSettings(),
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+            False,
+            "in_cluster",
+            id="in-pod-fallback",
+        ),
+        pytest.param(
+            ClientSettings(),
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+            True,
+            "kubeconfig_file",
+            id="kubeconfig-first",
+        ),
+    ],
+)
+def test_choose_source(
+    settings: ClientSettings, environ: dict[str, str], default_exists: bool, source: str
+) -> None:
+    assert choose_source(settings, environ, default_exists) == source
+
+
+def test_no_source_at_all_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="no kubeconfig found"):
+        choose_source(ClientSettings(), {}, False)
+
+
+def test_sync_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(kubeconfig("https://10.1.2.3:6443")))
+    from_file = load_sync_api_client(ClientSettings(kubeconfig_path=path))
+    from_dict = load_sync_api_client(
+        ClientSettings(kubeconfig=kubeconfig("https://10.9.9.9:6443"), context="other")
+    )
+    try:
+        assert from_file.configuration.host == "https://10.1.2.3:6443"
+        assert "Bearer t0ken" in from_file.configuration.api_key.values()  # key differs by version
+        assert from_dict.configuration.host == "https://10.9.9.9:6443"
+    finally:
+        from_file.close()
+        from_dict.close()
+
+
+async def test_async_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(kubeconfig("https://10.1.2.3:6443")))
+    from_file = await load_async_api_client(ClientSettings(kubeconfig_path=str(path)))
+    from_dict = await load_async_api_client(
+        ClientSettings(kubeconfig=kubeconfig("https://10.9.9.9:6443"), context="other")
+    )
+    try:
+        assert from_file.configuration.host == "https://10.1.2.3:6443"
+        assert from_dict.configuration.host == "https://10.9.9.9:6443"
+    finally:
+        await from_file.close()
+        await from_dict.close()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param(
+            ClientSettings(kubeconfig={"apiVersion": "v1", "kind": "Config"}), id="empty-dict"
+        ),
+        pytest.param(
+            ClientSettings(kubeconfig=kubeconfig("https://x"), context="missing"),
+            id="unknown-context",
+        ),
+    ],
+)
+async def test_loader_errors_are_config_errors(settings: ClientSettings) -> None:
+    with pytest.raises(ConfigError, match="cannot load the kubeconfig dict"):
+        load_sync_api_client(settings)
+    with pytest.raises(ConfigError, match="cannot load the kubeconfig dict"):
+        await load_async_api_client(settings)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot load the kubeconfig file"):
+        load_sync_api_client(ClientSettings(kubeconfig_path=tmp_path / "absent"))
+
+
+# ------------------------------------------------------------------ nobody answering
+
+NO_SERVER_RETRY = RetryPolicy(max_attempts=3, base_delay=0.25, jitter=0.0)
+
+
+def test_sync_reads_are_retried_then_unreachable() -> None:
+    slept: list[float] = []
+    settings = ClientSettings(kubeconfig=kubeconfig(f"https://127.0.0.1:{closed_port()}"))
+    with JobSetClient(settings, retry=NO_SERVER_RETRY, sleep=slept.append) as client:
+        with pytest.raises(Unreachable, match=r"during get jobsets\.jobset\.x-k8s\.io") as info:
+            client.get_jobset("x", namespace="ns")
+        assert info.value.__cause__ is not None
+        assert slept == [0.25, 0.5]
+        slept.clear()
+        with pytest.raises(Unreachable, match="during create"):
+            client.create_config_map({"metadata": {"name": "x"}}, namespace="ns")
+        assert slept == []  # a lost answer to a write may hide a success: never retried
+        with pytest.raises(Unreachable, match="during watch"):
+            next(iter(client.watch_jobs(namespace="ns")))
+
+
+async def test_async_reads_are_retried_then_unreachable() -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    settings = ClientSettings(kubeconfig=kubeconfig(f"https://127.0.0.1:{closed_port()}"))
+    async with AsyncJobSetClient(settings, retry=NO_SERVER_RETRY, sleep=sleep) as client:
+        with pytest.raises(Unreachable, match=r"during get jobsets\.jobset\.x-k8s\.io") as info:
+            await client.get_jobset("x", namespace="ns")
+        assert info.value.__cause__ is not None
+        assert slept == [0.25, 0.5]
+        slept.clear()
+        with pytest.raises(Unreachable, match="during create"):
+            await client.create_config_map({"metadata": {"name": "x"}}, namespace="ns")
+        assert slept == []
+        with pytest.raises(Unreachable, match="during watch"):
+            await anext(aiter(client.watch_jobs(namespace="ns")))
+
+
+def test_sync_and_async_clients_are_twins() -> None:
+    import inspect
+
+    def public(cls: type) -> dict[str, inspect.Signature]:
+        return {
+            name: inspect.signature(member)
+            for name, member in vars(cls).items()
+            if callable(member) and not name.startswith("_") and name not in {"close", "aclose"}
+        }
+
+    sync, aio = public(JobSetClient), public(AsyncJobSetClient)
+    assert sorted(sync) == sorted(aio)
+    for name, signature in sync.items():
+        assert list(signature.parameters) == list(aio[name].parameters), name
+        for param, spec in signature.parameters.items():
+            twin = aio[name].parameters[param]
+            assert (spec.kind, spec.default) == (twin.kind, twin.default), (name, param)
+    assert inspect.iscoroutinefunction(AsyncJobSetClient.get_jobset)
+    assert inspect.isasyncgenfunction(AsyncJobSetClient.stream_pod_log)
