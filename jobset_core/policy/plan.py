@@ -255,6 +255,7 @@ def next_step(
         problem = f"invalid value for label {labels.RESTART_ATTEMPT}, must be integer: {names}"
         return _unchanged(jobset, "InvalidChildJobs", problem)
     status = (jobset.status or JobSetStatus()).model_copy(deep=True)
+    status.restarts = restarts  # upstream always serializes it (not omitempty since v0.9)
     step = _Pass(jobset, buckets, now, status)
     step.statuses = replicated_jobs_status(jobset, buckets)
     step.status.replicated_jobs_status = list(step.statuses)

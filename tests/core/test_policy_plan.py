@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_policy_builders import T0, JobWrapper, cond, make_job, make_jobset, make_replicated_job
 
-from jobset_core.models import JobSet
+from jobset_core.models import JobSet, VolumeClaimPolicy
 from jobset_core.policy import (
     JobCreation,
     JobDeletion,
@@ -74,6 +74,13 @@ def test_fresh_jobset_creates_every_job_and_the_headless_service() -> None:
     assert plan.headless_service == "js"
     assert plan.delete_jobs == () and plan.suspend_jobs == () and plan.resume_jobs == ()
     assert [s.name for s in plan.status.replicated_jobs_status or []] == ["workers", "driver"]
+    assert plan.status.to_dict() == {
+        "restarts": 0,
+        "replicatedJobsStatus": [
+            {"name": n, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+            for n in ("workers", "driver")
+        ],
+    }
     assert plan.status_changed
     assert plan.events == ()
 
@@ -320,3 +327,29 @@ def test_only_jobs_owned_by_the_jobset_uid_count() -> None:
 def test_accepts_child_job_views() -> None:
     plan = next_step(_js(), [j.view() for j in _all()], NOW)
     assert plan.stage == "Reconciled" and plan.create_jobs == ()
+
+
+def test_finished_jobset_past_its_ttl_is_deleted() -> None:
+    status = {
+        "conditions": [cond("Failed", "True", "FailedJobs", at=T0)],
+        "terminalState": "Failed",
+    }
+    plan = _plan(
+        _js(status=status, ttl=60),
+        [make_job("driver", 0).fail(), make_job("workers", 0).deleting()],
+    )
+    assert plan.stage == "Finished"
+    assert plan.delete_jobs == ()  # finished Jobs are kept, terminating ones are left alone
+    assert plan.ttl is not None and plan.ttl.delete_jobset
+
+
+def test_no_headless_service_without_dns_hostnames() -> None:
+    js = make_jobset().enable_dns_hostnames(False).replicated_job(make_replicated_job("a")).obj()
+    assert next_step(js, [], NOW).headless_service is None
+
+
+def test_volume_claim_policies_are_flagged() -> None:
+    js = _js().model_copy(deep=True)
+    js.spec.volume_claim_policies = [VolumeClaimPolicy(templates=[{"metadata": {"name": "data"}}])]
+    assert next_step(js, [], NOW).ensure_volume_claims
+    assert not next_step(_js(), [], NOW).ensure_volume_claims
