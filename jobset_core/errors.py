@@ -7,6 +7,9 @@ exit of a KFP step); the core never exits the process and never raises framework
 
     JobSetError
     ├── SpecError            bad input: every problem with its field path, before anything is created
+    ├── IdentityMismatch     an object of that name exists but is not ours (labels / UID differ)
+    ├── WaitTimeout          the deadline passed before the JobSet reached a terminal state
+    ├── CreationFailed       the controller cannot create a child object (JobCreationFailed, ...)
     └── ApiError             the API server said no; keeps the Kubernetes ``Status``
         ├── Invalid          422 (causes listed)
         ├── Forbidden        403 (with an RBAC hint)
@@ -26,8 +29,10 @@ from typing import Any
 __all__ = [
     "ApiError",
     "Conflict",
+    "CreationFailed",
     "Forbidden",
     "Gone",
+    "IdentityMismatch",
     "Invalid",
     "JobSetError",
     "NotFound",
@@ -35,6 +40,7 @@ __all__ = [
     "ServerError",
     "SpecError",
     "TooManyRequests",
+    "WaitTimeout",
     "format_path",
 ]
 
@@ -81,6 +87,31 @@ class SpecError(JobSetError, ValueError):
         prefix = f"{source}: " if source else ""
         lines = [f"{prefix}{p}" for p in self.problems] or [f"{prefix}invalid JobSet"]
         super().__init__("\n".join(lines))
+
+
+class IdentityMismatch(JobSetError):
+    """An object with the wanted name exists but belongs to someone else: never adopted."""
+
+    def __init__(self, kind: str, namespace: str, name: str, why: str) -> None:
+        self.kind, self.namespace, self.name, self.why = kind, namespace, name, why
+        super().__init__(f"{kind} {namespace}/{name} exists but is not ours: {why}")
+
+
+class WaitTimeout(JobSetError):
+    """The deadline passed while waiting; the JobSet itself is left as it is."""
+
+    def __init__(self, namespace: str, name: str, seconds: float) -> None:
+        self.namespace, self.name, self.seconds = namespace, name, seconds
+        super().__init__(f"JobSet {namespace}/{name} did not finish within {seconds:g}s")
+
+
+class CreationFailed(JobSetError):
+    """The controller reported it cannot create a child object (upstream never fails the
+    JobSet for this; we surface it instead of waiting forever)."""
+
+    def __init__(self, namespace: str, name: str, reason: str, message: str) -> None:
+        self.namespace, self.name, self.reason, self.message = namespace, name, reason, message
+        super().__init__(f"JobSet {namespace}/{name}: {reason}: {message}")
 
 
 class ApiError(JobSetError):
