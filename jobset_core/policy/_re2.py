@@ -19,8 +19,8 @@ from collections.abc import Iterable
 __all__ = ["any_match", "compile_re2"]
 
 # Constructs Python accepts but RE2 rejects: look-around, backreferences, atomic groups,
-# possessive quantifiers, conditionals and Python's ``\\Z``.
-_NOT_RE2 = re.compile(r"\(\?(?:=|!|<=|<!|>|P=|\()|\\[1-9Z]|\\g<|[*+?}]\+")
+# possessive quantifiers, conditionals, comments and Python's \Z.
+_NOT_RE2 = re.compile(r"\(\?(?:=|!|<=|<!|>|P=|\(|#)|\\[1-9Z]|\\g<|[*+?}]\+")
 
 
 @functools.lru_cache(maxsize=256)
