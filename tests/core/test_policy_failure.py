@@ -155,6 +155,14 @@ _APPLICABLE = [
         False,
     ),
     (
+        "comment group is not RE2",
+        {"onJobFailureMessagePatterns": ["(?#c)boom"]},
+        RJ1,
+        "",
+        "boom",
+        False,
+    ),
+    (
         "look-ahead is not RE2",
         {"onJobFailureMessagePatterns": ["boom(?=!)"]},
         RJ1,
