@@ -95,6 +95,32 @@ def cache_root() -> Path:
     return Path(base) / "airflow-provider-jobset" / "cluster-bin"
 
 
+_LOCK_HELD = False
+
+
+@contextlib.contextmanager
+def state_lock():
+    """Serialise up/down on one state directory (re-entrant within a process)."""
+    global _LOCK_HELD  # noqa: PLW0603
+    if _LOCK_HELD:
+        yield
+        return
+    locks = cache_root().parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(str(state_dir()).encode()).hexdigest()[:16]
+    with open(locks / f"state-{name}.lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another devcluster up/down on {state_dir()} is running; waiting for it ...")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        _LOCK_HELD = True
+        try:
+            yield
+        finally:
+            _LOCK_HELD = False
+
+
 # --------------------------------------------------------------------------------------
 # Build
 # --------------------------------------------------------------------------------------
@@ -669,6 +695,11 @@ def stop_component(name: str, c: dict, grace: float = 10.0) -> None:
 
 
 def cmd_down(args=None, quiet=False) -> int:
+    with state_lock():
+        return _down(quiet)
+
+
+def _down(quiet: bool) -> int:
     root = state_dir()
     st = State(root)
     comps = st.components
@@ -980,6 +1011,11 @@ PROBE_JOBSET = {
 
 
 def cmd_up(args) -> int:
+    with state_lock():
+        return _cmd_up(args)
+
+
+def _cmd_up(args) -> int:
     t0 = time.monotonic()
     root = state_dir()
     ok, _ = cluster_health(root)
@@ -1002,30 +1038,46 @@ def cmd_up(args) -> int:
             jobset_dir / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
         )
 
-    # Fresh state every time (logs of the previous run are discarded here).
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    (root / ".gitignore").write_text("*\n")
-    st = State(root)
-    st.data = {
-        "components": {},
-        "order": [],
-        "bin_dir": str(bin_dir),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    if args.owner_pid:
-        st.data["owner_pid"] = args.owner_pid
-    st.save()
-    try:
-        _up(st, bin_dir, crd_file, jobset_dir, args)
-    except BaseException as e:
-        log(f"cluster-up failed: {e}")
-        log(f"logs are in {root / 'logs'}")
-        cmd_down(quiet=True)
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return 1
+    if root.exists() and any(root.iterdir()) and not (root / "state.json").exists():
+        die(f"{root} exists, is not empty and is not a devcluster state directory; not touching it")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    attempts = 3
+    for attempt in range(1, attempts + 1):
+        # Fresh state every time (logs of the previous run are discarded here).
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        (root / ".gitignore").write_text("*\n")
+        st = State(root)
+        st.data = {
+            "components": {},
+            "order": [],
+            "bin_dir": str(bin_dir),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        if args.owner_pid:
+            st.data["owner_pid"] = args.owner_pid
+        st.save()
+        try:
+            _up(st, bin_dir, crd_file, jobset_dir, args)
+        except BaseException as e:
+            collided = any(
+                "address already in use" in log_tail(c["log"], 200) for c in st.components.values()
+            )
+            log(f"cluster-up failed: {e}")
+            cmd_down(quiet=True)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            if collided and attempt < attempts:
+                log(f"a port was taken meanwhile; retrying with new ports ({attempt}/{attempts})")
+                continue
+            log(f"logs are in {root / 'logs'}")
+            return 1
+        break
     log(f"devcluster is up in {time.monotonic() - t0:.1f}s")
     print_usage(root)
     return 0
