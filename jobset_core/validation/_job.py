@@ -302,10 +302,8 @@ def _check_on_pod_conditions(out: Collector, patterns: list[Any], loc: Loc) -> N
             out.extend(
                 (*loc, index, "type"), _names.qualified_name(type_), "job-pod-failure-policy"
             )
-        status = pattern.get("status")
-        if not status:
-            out.add((*loc, index, "status"), "Required value", "job-pod-failure-policy")
-        elif status not in _CONDITION_STATUSES:
+        status = pattern.get("status")  # SetDefaults_PodFailurePolicyOnPodConditionsPattern: True
+        if status and status not in _CONDITION_STATUSES:
             out.add(
                 (*loc, index, "status"),
                 _unsupported(status, _CONDITION_STATUSES),

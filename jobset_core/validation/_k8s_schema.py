@@ -33,6 +33,7 @@ from jobset_core.errors import Problem, format_path
 
 __all__ = [
     "LIST_MAP_KEYS",
+    "NOT_REQUIRED",
     "QUANTITY_FIELDS",
     "check_object",
     "client_version",
@@ -52,6 +53,12 @@ QUANTITY_FIELDS: frozenset[tuple[str, str]] = frozenset(
         ("V1VolumeResourceRequirements", "limits"),
         ("V1VolumeResourceRequirements", "requests"),
     }
+)
+
+#: ``(client model class, attribute)`` that older clients mark required but the JobSet v0.12.0
+#: CRD (Kubernetes 1.36 schema) does not: Kubernetes now defaults them.
+NOT_REQUIRED: frozenset[tuple[str, str]] = frozenset(
+    {("V1PodFailurePolicyOnPodConditionsPattern", "status")}
 )
 
 #: ``(client model class, attribute) -> key fields (JSON spelling)`` of the lists the CRD
@@ -133,6 +140,7 @@ def _fields(class_name: str) -> dict[str, _Field]:
             required = False
         except ValueError:
             required = True
+        required = required and (class_name, attr) not in NOT_REQUIRED
         out[cls.attribute_map[attr]] = _Field(attr, type_, required)
     return out
 
@@ -244,12 +252,11 @@ class _Walker:
 
     def _unknown(self, key: str, fields: Mapping[str, _Field]) -> str:
         close = difflib.get_close_matches(key, list(fields), n=1)
-        if close:
-            return f"unknown field (did you mean {close[0]!r}?)"
+        guess = f"did you mean {close[0]!r}? If not, it " if close else "it "
         return (
-            f"unknown field (may be newer than the installed kubernetes client {client_version()}, "
-            f"which knows Kubernetes {_kubernetes_minor()}; pass allow_unknown_fields=True to "
-            "carry it)"
+            f"unknown field ({guess}may be newer than the installed kubernetes client "
+            f"{client_version()}, which knows Kubernetes {_kubernetes_minor()}: pass "
+            "allow_unknown_fields=True to carry it)"
         )
 
 
