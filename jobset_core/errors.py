@@ -6,7 +6,7 @@ exit of a KFP step); the core never exits the process and never raises framework
 ::
 
     JobSetError
-    ├── SpecError            bad input: every problem with its field path, before anything is created
+    ├── SpecError            bad input: every problem with its field path, before any I/O
     ├── IdentityMismatch     an object of that name exists but is not ours (labels / UID differ)
     ├── WaitTimeout          the deadline passed before the JobSet reached a terminal state
     ├── CreationFailed       the controller cannot create a child object (JobCreationFailed, ...)
@@ -46,7 +46,10 @@ __all__ = [
 
 
 def format_path(loc: Iterable[str | int]) -> str:
-    """Render a location tuple as a field path: ``("spec", "replicatedJobs", 0)`` → ``spec.replicatedJobs[0]``."""
+    """Render a location tuple as a field path.
+
+    ``("spec", "replicatedJobs", 0)`` becomes ``spec.replicatedJobs[0]``.
+    """
     out = ""
     for part in loc:
         if isinstance(part, int):

@@ -106,13 +106,17 @@ def _read_documents(source: str | os.PathLike[str]) -> list[Any]:
         if mark is not None:
             where = f" at line {mark.line + 1}, column {mark.column + 1}"
         problem = getattr(err, "problem", None) or str(err)
-        raise SpecError([Problem("", f"not valid YAML{where}: {problem}", "yaml")], _describe(source)) from err
+        raise SpecError(
+            [Problem("", f"not valid YAML{where}: {problem}", "yaml")], _describe(source)
+        ) from err
 
 
 def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) -> JobSet:
     data = to_plain(document)
     if not isinstance(data, dict):
-        raise SpecError([Problem(format_path(prefix), "expected a mapping (a JobSet object)", "type")])
+        raise SpecError(
+            [Problem(format_path(prefix), "expected a mapping (a JobSet object)", "type")]
+        )
     kind, api_version = data.get("kind"), data.get("apiVersion")
     if kind != JOBSET.kind or api_version != JOBSET.api_version:
         raise SpecError(
@@ -151,7 +155,9 @@ def _problems_from_pydantic(err: ValidationError, prefix: tuple[str | int, ...])
         loc = tuple(part for part in item["loc"] if not _is_pydantic_tag(part))
         message = item["msg"]
         if item["type"] == "literal_error":
-            message = f"must be one of {item.get('ctx', {}).get('expected', '')}; got {item['input']!r}"
+            message = (
+                f"must be one of {item.get('ctx', {}).get('expected', '')}; got {item['input']!r}"
+            )
         elif item["type"] == "missing":
             message = "required field is missing"
         problems.append(Problem(format_path((*prefix, *loc)), message, item["type"]))
