@@ -548,6 +548,24 @@ def test_kubernetes_client_objects_inside_a_mapping() -> None:
     }
 
 
+def test_kubernetes_pod_spec_inside_a_plain_template() -> None:
+    from kubernetes import client
+
+    pod_spec = client.V1PodSpec(
+        restart_policy="Never", containers=[client.V1Container(name="main", image="busybox")]
+    )
+    document = minimal()
+    job_spec = document["spec"]["replicatedJobs"][0]["template"]["spec"]
+    job_spec["template"] = {"metadata": client.V1ObjectMeta(labels={"a": "b"}), "spec": pod_spec}
+    expected = minimal()
+    expected["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = {
+        "labels": {"a": "b"}
+    }
+    assert load_jobset(document).to_dict() == expected
+    # Also when the models are built directly, without the loader.
+    assert JobSet.model_validate(document).to_dict() == expected
+
+
 def test_kubernetes_client_objects_agree_with_the_client_serializer() -> None:
     from kubernetes import client
 
