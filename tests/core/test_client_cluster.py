@@ -1,0 +1,541 @@
+"""Both clients against the real local control plane (kube-apiserver + upstream JobSet webhooks).
+
+Every test runs twice, once with :class:`JobSetClient` and once with :class:`AsyncJobSetClient`,
+through one test body: :class:`Twin` awaits whatever the async client returns, so the two
+clients are held to the same table. Setup that is not under test (namespaces, service accounts,
+webhook configurations) uses the official client through the ``devcluster`` fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import yaml
+
+from jobset_core.client import (
+    AsyncJobSetClient,
+    ClientSettings,
+    EventType,
+    JobSetClient,
+    RetryPolicy,
+    WatchEvent,
+)
+from jobset_core.errors import ApiError, Conflict, Forbidden, Gone, Invalid, NotFound, ServerError
+from jobset_core.models import JobSet
+
+pytestmark = pytest.mark.cluster
+
+FLAVOURS = ["sync", "async"]
+
+
+class Twin:
+    """One face for both clients: every call is awaited when the async client needs it."""
+
+    def __init__(self, client: JobSetClient | AsyncJobSetClient) -> None:
+        self.client = client
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.client, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
+
+        return call
+
+    @staticmethod
+    async def drain(stream: Any, until: Callable[[Any], bool] = lambda _: False) -> list[Any]:
+        """Items of a (sync or async) iterator until one satisfies ``until`` or it ends."""
+        items: list[Any] = []
+        if hasattr(stream, "__aiter__"):
+            async for item in stream:
+                items.append(item)
+                if until(item):
+                    break
+        else:
+            for item in stream:
+                items.append(item)
+                if until(item):
+                    break
+        return items
+
+
+@asynccontextmanager
+async def open_client(
+    flavour: str, settings: ClientSettings, **options: Any
+) -> AsyncIterator[Twin]:
+    if flavour == "sync":
+        with JobSetClient(settings, **options) as sync_client:
+            yield Twin(sync_client)
+    else:
+        async with AsyncJobSetClient(settings, **options) as async_client:
+            yield Twin(async_client)
+
+
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def settings(devcluster: Any) -> ClientSettings:
+    return ClientSettings(kubeconfig_path=devcluster.kubeconfig)
+
+
+@pytest.fixture
+async def api(flavour: str, settings: ClientSettings) -> AsyncIterator[Twin]:
+    async with open_client(flavour, settings) as twin:
+        yield twin
+
+
+def jobset(name: str, *, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "registry.invalid/w:1"}],
+    }
+    rjob = {"name": "workers", "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"replicatedJobs": [rjob], **spec},
+    }
+
+
+def job(name: str, *, annotations: dict[str, str] | None = None, **metadata: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, **metadata},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": dict(annotations or {})},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "registry.invalid/w:1"}],
+                },
+            },
+        },
+    }
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 60.0, desc: str = "it") -> Any:
+    """Await ``check()`` until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {desc} (last: {value!r})")
+        await asyncio.sleep(0.3)
+
+
+async def gone(get: Callable[[], Any]) -> bool:
+    try:
+        await get()
+    except NotFound:
+        return True
+    return False
+
+
+# ------------------------------------------------------------------ JobSets
+
+
+async def test_jobset_api_is_served(api: Twin) -> None:
+    assert await api.jobset_api_served() is True
+
+
+async def test_jobset_create_get_list_patch_delete(api: Twin, cluster_namespace: str) -> None:
+    ns = cluster_namespace
+    created = await api.create_jobset(jobset("life", labels={"team": "a"}), namespace=ns)
+    assert isinstance(created, JobSet)
+    assert created.metadata.uid and created.metadata.namespace == ns
+    assert created.spec.success_policy is not None  # the upstream webhook defaulted it
+    assert created.spec.success_policy.operator == "All"
+
+    got = await api.get_jobset("life", namespace=ns)
+    assert (got.name, got.metadata.uid) == ("life", created.metadata.uid)
+
+    listed = await api.list_jobsets(namespace=ns, label_selector={"team": "a"})
+    assert [item.name for item in listed.items] == ["life"]
+    assert listed.items[0].kind == "JobSet" and listed.resource_version
+    assert (await api.list_jobsets(namespace=ns, label_selector={"team": "b"})).items == []
+
+    patched = await api.patch_jobset("life", {"metadata": {"labels": {"x": "y"}}}, namespace=ns)
+    assert patched.metadata.labels == {"team": "a", "x": "y"}
+
+    await api.delete_jobset("life", namespace=ns, uid=created.metadata.uid)
+    await eventually(lambda: gone(lambda: api.get_jobset("life", namespace=ns)), desc="deletion")
+
+
+async def test_server_side_dry_run_applies_the_webhook_and_stores_nothing(
+    api: Twin, cluster_namespace: str
+) -> None:
+    dry = await api.server_side_dry_run_create_jobset(jobset("dry"), namespace=cluster_namespace)
+    assert dry.spec.network is not None and dry.spec.network.enable_dns_hostnames is True
+    assert dry.spec.startup_policy is not None
+    with pytest.raises(NotFound):
+        await api.get_jobset("dry", namespace=cluster_namespace)
+
+
+async def test_missing_jobset_is_not_found(api: Twin, cluster_namespace: str) -> None:
+    with pytest.raises(NotFound) as info:
+        await api.get_jobset("absent", namespace=cluster_namespace)
+    assert (info.value.status, info.value.reason) == (404, "NotFound")
+    assert info.value.details["name"] == "absent"
+
+
+async def test_duplicate_create_is_a_conflict(api: Twin, cluster_namespace: str) -> None:
+    await api.create_jobset(jobset("twice"), namespace=cluster_namespace)
+    with pytest.raises(Conflict) as info:
+        await api.create_jobset(jobset("twice"), namespace=cluster_namespace)
+    assert (info.value.status, info.value.reason) == (409, "AlreadyExists")
+
+
+async def test_delete_guarded_by_another_uid_is_a_conflict(
+    api: Twin, cluster_namespace: str
+) -> None:
+    created = await api.create_jobset(jobset("guarded"), namespace=cluster_namespace)
+    with pytest.raises(Conflict, match="the UID in the precondition"):
+        await api.delete_jobset("guarded", namespace=cluster_namespace, uid=str(uuid.uuid4()))
+    still = await api.get_jobset("guarded", namespace=cluster_namespace)
+    assert still.metadata.uid == created.metadata.uid
+
+
+async def test_webhook_rejection_is_invalid_with_causes(api: Twin, cluster_namespace: str) -> None:
+    body = jobset("bad")
+    body["spec"]["replicatedJobs"][0]["dependsOn"] = [{"name": "other", "status": "Ready"}]
+    with pytest.raises(Invalid) as info:
+        await api.create_jobset(body, namespace=cluster_namespace)
+    assert info.value.status == 422
+    messages = [cause.message for cause in info.value.causes]
+    assert any("DependsOn can't be set for the first ReplicatedJob" in m for m in messages), (
+        messages
+    )
+
+
+async def test_schema_rejection_is_invalid_with_field_paths(
+    api: Twin, cluster_namespace: str
+) -> None:
+    body = jobset("bad-enum", successPolicy={"operator": "Sometimes"})
+    with pytest.raises(Invalid) as info:
+        await api.server_side_dry_run_create_jobset(body, namespace=cluster_namespace)
+    paths = [cause.path for cause in info.value.causes]
+    assert "spec.successPolicy.operator" in paths, info.value.causes
+
+
+async def test_unprivileged_identity_is_forbidden_with_the_missing_permission(
+    flavour: str, devcluster: Any, cluster_namespace: str
+) -> None:
+    ns = cluster_namespace
+    devcluster.core.create_namespaced_service_account(ns, {"metadata": {"name": "nobody"}})
+    token = devcluster.core.create_namespaced_service_account_token(
+        "nobody", ns, {"spec": {"expirationSeconds": 600}}
+    ).status.token
+    admin = yaml.safe_load(devcluster.kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "dev", "cluster": cluster}],
+        "users": [{"name": "nobody", "user": {"token": token}}],
+        "contexts": [{"name": "nobody", "context": {"cluster": "dev", "user": "nobody"}}],
+        "current-context": "nobody",
+    }
+    async with open_client(flavour, ClientSettings(kubeconfig=kubeconfig)) as api:
+        with pytest.raises(Forbidden) as listing:
+            await api.list_jobsets(namespace=ns)
+        with pytest.raises(Forbidden) as creating:
+            await api.create_jobset(jobset("nope"), namespace=ns)
+    assert listing.value.status == 403
+    assert 'cannot list resource "jobsets" in API group "jobset.x-k8s.io"' in str(listing.value)
+    assert 'cannot create resource "jobsets"' in str(creating.value)
+    assert "jobsets.jobset.x-k8s.io" in listing.value.rbac_hint
+    assert base64.b64decode(cluster["certificate-authority-data"])  # we really used TLS + CA
+
+
+# ------------------------------------------------------------------ watches
+
+
+def named(name: str) -> Callable[[WatchEvent[Any]], bool]:
+    return lambda ev: ev.type is EventType.DELETED and _name(ev.object) == name
+
+
+def _name(obj: Any) -> str:
+    return obj.name if isinstance(obj, JobSet) else str(obj.get("metadata", {}).get("name", ""))
+
+
+async def test_watch_from_a_list_sees_added_modified_deleted(
+    api: Twin, cluster_namespace: str
+) -> None:
+    ns = cluster_namespace
+    start = await api.list_jobsets(namespace=ns)
+    await api.create_jobset(jobset("watched", suspend=True), namespace=ns)
+    await api.patch_jobset("watched", {"metadata": {"labels": {"seen": "yes"}}}, namespace=ns)
+    await api.delete_jobset("watched", namespace=ns, propagation="Background")
+
+    stream = await api.watch_jobsets(
+        namespace=ns, resource_version=start.resource_version, timeout_seconds=20
+    )
+    events = [
+        ev for ev in await api.drain(stream, named("watched")) if ev.type is not EventType.BOOKMARK
+    ]
+    kinds = [ev.type for ev in events]
+    assert kinds[0] is EventType.ADDED and kinds[-1] is EventType.DELETED, kinds
+    assert EventType.MODIFIED in kinds
+    assert all(isinstance(ev.object, JobSet) and ev.resource_version for ev in events)
+    labelled = [ev for ev in events if (ev.object.metadata.labels or {}).get("seen") == "yes"]
+    assert labelled, "the patch was not seen"
+
+
+async def test_watch_ends_with_a_bookmark_at_its_timeout(api: Twin, cluster_namespace: str) -> None:
+    start = await api.list_config_maps(namespace=cluster_namespace)
+    stream = await api.watch_config_maps(
+        # The API server sends a bookmark 2 s before a watch's timeout (cacher: nextBookmarkTime).
+        namespace=cluster_namespace,
+        resource_version=start.resource_version,
+        timeout_seconds=5,
+    )
+    events = await api.drain(stream)
+    bookmarks = [ev for ev in events if ev.type is EventType.BOOKMARK]
+    assert bookmarks, [ev.type for ev in events]
+    assert all(ev.resource_version for ev in bookmarks)
+
+
+async def test_a_too_old_resource_version_is_gone_and_a_relist_recovers(
+    api: Twin, cluster_namespace: str
+) -> None:
+    ns = cluster_namespace
+    with pytest.raises(Gone) as info:
+        await api.drain(
+            await api.watch_jobsets(namespace=ns, resource_version="1", timeout_seconds=5)
+        )
+    assert info.value.status == 410
+    relisted = await api.list_jobsets(namespace=ns)
+    await api.create_jobset(jobset("after-relist", suspend=True), namespace=ns)
+    stream = await api.watch_jobsets(
+        namespace=ns, resource_version=relisted.resource_version, timeout_seconds=10
+    )
+    events = await api.drain(stream, lambda ev: ev.type is EventType.ADDED)
+    assert events[-1].type is EventType.ADDED and events[-1].object.name == "after-relist"
+
+
+# ------------------------------------------------------------------ Jobs, Services, ConfigMaps
+
+
+async def test_anchor_owns_jobs_and_service_and_cascades(api: Twin, cluster_namespace: str) -> None:
+    ns = cluster_namespace
+    anchor = await api.create_config_map(
+        {"metadata": {"name": "anchor", "labels": {"run": "r1"}}, "data": {"phase": "new"}},
+        namespace=ns,
+    )
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "anchor",
+        "uid": anchor["metadata"]["uid"],
+        "blockOwnerDeletion": True,
+    }
+    start = await api.list_jobs(namespace=ns, label_selector={"run": "r1"})
+    await api.create_job(job("child", labels={"run": "r1"}, ownerReferences=[owner]), namespace=ns)
+    service = {
+        "metadata": {"name": "child-svc", "labels": {"run": "r1"}, "ownerReferences": [owner]},
+        "spec": {"clusterIP": "None", "selector": {"run": "r1"}},
+    }
+    await api.create_service(service, namespace=ns)
+
+    stream = await api.watch_jobs(
+        namespace=ns,
+        resource_version=start.resource_version,
+        label_selector={"run": "r1"},
+        timeout_seconds=10,
+    )
+    added = await api.drain(stream, lambda ev: ev.type is EventType.ADDED)
+    assert added[-1].object["metadata"]["name"] == "child" and added[-1].object["kind"] == "Job"
+    assert [j["metadata"]["name"] for j in (await api.list_jobs(namespace=ns)).items] == ["child"]
+    assert (await api.get_job("child", namespace=ns))["spec"]["backoffLimit"] == 0
+    assert (await api.get_service("child-svc", namespace=ns))["spec"]["clusterIP"] == "None"
+    assert [
+        s["metadata"]["name"]
+        for s in (await api.list_services(namespace=ns, label_selector={"run": "r1"})).items
+    ] == ["child-svc"]
+    patched_job = await api.patch_job(
+        "child", {"metadata": {"annotations": {"a": "b"}}}, namespace=ns
+    )
+    assert patched_job["metadata"]["annotations"]["a"] == "b"
+
+    anchor_rv = anchor["metadata"]["resourceVersion"]
+    cas = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": anchor_rv},
+        {"op": "replace", "path": "/data/phase", "value": "running"},
+    ]
+    patched = await api.patch_config_map("anchor", cas, namespace=ns, patch_type="json")
+    assert patched["data"] == {"phase": "running"}
+    with pytest.raises(ApiError) as stale:  # the same compare-and-swap again: the version moved
+        await api.patch_config_map("anchor", cas, namespace=ns, patch_type="json")
+    assert stale.value.status in (409, 422), stale.value
+    changes = await api.drain(
+        await api.watch_config_maps(
+            namespace=ns,
+            resource_version=anchor_rv,
+            field_selector={"metadata.name": "anchor"},
+            timeout_seconds=10,
+        ),
+        lambda ev: ev.type is EventType.MODIFIED,
+    )
+    assert changes[-1].object["data"] == {"phase": "running"}
+
+    events = await eventually(
+        lambda: _events_of(api, ns, "child"), desc="an Event about the Job from the job controller"
+    )
+    assert all(ev["involvedObject"]["name"] == "child" for ev in events)
+
+    await api.delete_config_map("anchor", namespace=ns, propagation="Foreground")
+    await eventually(lambda: gone(lambda: api.get_job("child", namespace=ns)), desc="Job collected")
+    await eventually(
+        lambda: gone(lambda: api.get_service("child-svc", namespace=ns)), desc="Service collected"
+    )
+    await eventually(
+        lambda: gone(lambda: api.get_config_map("anchor", namespace=ns)), desc="anchor gone"
+    )
+
+
+async def _events_of(api: Twin, ns: str, name: str) -> list[dict[str, Any]]:
+    listing = await api.list_events(namespace=ns, field_selector={"involvedObject.name": name})
+    return list(listing.items)
+
+
+async def test_delete_of_a_job_and_service(api: Twin, cluster_namespace: str) -> None:
+    ns = cluster_namespace
+    await api.create_job(job("lone"), namespace=ns)
+    await api.create_service(
+        {"metadata": {"name": "lone"}, "spec": {"clusterIP": "None"}}, namespace=ns
+    )
+    await api.delete_job("lone", namespace=ns)
+    await api.delete_service("lone", namespace=ns)
+    # Foreground: the objects linger (with a finalizer) until the garbage collector is done.
+    await eventually(lambda: gone(lambda: api.get_job("lone", namespace=ns)), desc="Job deleted")
+    await eventually(
+        lambda: gone(lambda: api.get_service("lone", namespace=ns)), desc="Svc deleted"
+    )
+    with pytest.raises(NotFound):
+        await api.delete_job("lone", namespace=ns)
+
+
+# ------------------------------------------------------------------ Pods and logs
+
+
+async def test_pods_and_their_logs(api: Twin, cluster_namespace: str) -> None:
+    ns = cluster_namespace
+    annotations = {
+        "devcluster/log": 'hello\n{"json": true}\nlast line',
+        "devcluster/run-seconds": "1",
+    }
+    await api.create_job(job("talker", annotations=annotations), namespace=ns)
+    start = await api.list_pods(namespace=ns, label_selector={"job-name": "talker"})
+    stream = await api.watch_pods(
+        namespace=ns,
+        resource_version=start.resource_version,
+        label_selector={"job-name": "talker"},
+        timeout_seconds=60,
+    )
+    seen = start.items + [
+        ev.object for ev in await api.drain(stream, lambda ev: _phase(ev.object) == "Succeeded")
+    ]
+    assert seen and _phase(seen[-1]) == "Succeeded", [_phase(p) for p in seen]
+    pod = seen[-1]["metadata"]["name"]
+    assert (await api.get_pod(pod, namespace=ns))["status"]["phase"] == "Succeeded"
+    listed = await api.list_pods(namespace=ns, label_selector={"job-name": "talker"})
+    assert [p["metadata"]["name"] for p in listed.items] == [pod]
+
+    text = await api.read_pod_log(pod, namespace=ns, container="main")
+    assert text == 'hello\n{"json": true}\nlast line\n'  # JSON-looking lines stay text
+    assert await api.read_pod_log(pod, namespace=ns, tail_lines=1) == "last line\n"
+    lines = await api.drain(await api.stream_pod_log(pod, namespace=ns, follow=False))
+    assert lines == ["hello", '{"json": true}', "last line"]
+    with pytest.raises(ApiError) as info:
+        await api.read_pod_log(pod, namespace=ns, container="nope")
+    assert info.value.status == 400
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase", ""))
+
+
+# ------------------------------------------------------------------ retries against a real 5xx
+
+
+@pytest.fixture
+def failing_webhook(devcluster: Any, cluster_namespace: str) -> Any:
+    """A validating webhook nobody serves, for ConfigMaps of the test namespace only: the API
+    server answers ``500 InternalError (failed calling webhook)`` to every such create."""
+    name = f"unreachable-{cluster_namespace}"
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": "nobody.devcluster.test",
+                "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["configmaps"],
+                    }
+                ],
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": cluster_namespace}
+                },
+                "objectSelector": {"matchLabels": {"webhook": "fails"}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 2,
+            }
+        ],
+    }
+    from kubernetes import client
+
+    admission = client.AdmissionregistrationV1Api(devcluster.api_client())
+    admission.create_validating_webhook_configuration(body)
+    try:
+        yield name
+    finally:
+        admission.delete_validating_webhook_configuration(name)
+        admission.api_client.close()
+
+
+async def test_server_errors_are_retried_with_backoff_then_surface(
+    flavour: str, settings: ClientSettings, cluster_namespace: str, failing_webhook: str
+) -> None:
+    slept: list[float] = []
+
+    def record(seconds: float) -> Any:
+        slept.append(seconds)
+        return asyncio.sleep(0) if flavour == "async" else None
+
+    policy = RetryPolicy(max_attempts=3, base_delay=0.1, multiplier=3.0, jitter=0.0)
+    cm = {"metadata": {"name": "blocked", "labels": {"webhook": "fails"}}}
+    async with open_client(flavour, settings, retry=policy, sleep=record) as api:
+        with pytest.raises(ServerError) as info:
+            await api.create_config_map(cm, namespace=cluster_namespace)
+        assert slept == pytest.approx([0.1, 0.3])
+        assert (info.value.status, info.value.reason) == (500, "InternalError")
+        assert "failed calling webhook" in info.value.message
+        # Not matched by the webhook: goes straight through, no retries.
+        slept.clear()
+        await api.create_config_map({"metadata": {"name": "free"}}, namespace=cluster_namespace)
+        assert slept == []
