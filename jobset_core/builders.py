@@ -193,9 +193,11 @@ def pytorch_ddp(
     ``command`` runs as given and reads the variables itself.
 
     Rendezvous ``"static"`` passes ``--master_addr/--master_port/--node_rank`` (ranks follow
-    the pods' indexes); ``"c10d"`` passes ``--rdzv_backend=c10d --rdzv_endpoint=<master>:<port>
-    --rdzv_id=<name>`` (torchrun assigns the ranks). The JobSet's ``network`` publishes not-ready
-    pods, so the master's name resolves while the other pods are still starting.
+    the pods' indexes; with ``jobs > 1`` the computed rank reaches torchrun as
+    ``PET_NODE_RANK``, its environment spelling of ``--node_rank``); ``"c10d"`` passes
+    ``--rdzv_backend=c10d --rdzv_endpoint=<master>:<port> --rdzv_id=<name>`` (torchrun assigns
+    the ranks). The JobSet's ``network`` publishes not-ready pods, so the master's name resolves
+    while the other pods are still starting.
 
     Args:
         name: JobSet name (also the torchrun ``rdzv_id``).
