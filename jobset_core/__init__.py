@@ -1,0 +1,73 @@
+"""jobset_core: the framework-free heart of airflow-provider-jobset.
+
+Typed models of ``jobset.x-k8s.io/v1alpha2``, validation with field paths, the upstream
+defaults, a pure renderer of the child objects, pure policy decisions, and (in
+:mod:`jobset_core.backends`) the engine that runs a JobSet on a cluster. Importing this package
+never imports a Kubernetes client; the backends and the client layer are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jobset_core.builders import jax_multislice, leader_workers, pytorch_ddp
+from jobset_core.defaults import with_defaults
+from jobset_core.errors import (
+    ApiError,
+    CreationFailed,
+    IdentityMismatch,
+    JobSetError,
+    Problem,
+    SpecError,
+    WaitTimeout,
+)
+from jobset_core.models import JobSet, dump_yaml, load_jobset, load_jobsets
+from jobset_core.outcome import Outcome, Phase, Progress, ReplicatedJobCounts
+from jobset_core.render import RenderedJobSet, render
+from jobset_core.validation import ensure_valid, validate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jobset_core.backends._base import Handle, Submission
+
+__all__ = [
+    "ApiError",
+    "CreationFailed",
+    "Handle",
+    "IdentityMismatch",
+    "JobSet",
+    "JobSetError",
+    "Outcome",
+    "Phase",
+    "Problem",
+    "Progress",
+    "RenderedJobSet",
+    "ReplicatedJobCounts",
+    "SpecError",
+    "Submission",
+    "WaitTimeout",
+    "__version__",
+    "dump_yaml",
+    "ensure_valid",
+    "jax_multislice",
+    "leader_workers",
+    "load_jobset",
+    "load_jobsets",
+    "pytorch_ddp",
+    "render",
+    "validate",
+    "with_defaults",
+]
+
+__version__ = "0.1.0"
+
+_LAZY = {"Handle": "jobset_core.backends._base", "Submission": "jobset_core.backends._base"}
+
+
+def __getattr__(name: str) -> Any:
+    # Backend types are resolved on first use so that importing jobset_core stays cheap.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jobset_core' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,38 @@
+"""The public surface is exact, and importing the core never imports a Kubernetes client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jobset_core
+
+
+def test_all_is_sorted_and_resolvable() -> None:
+    names = jobset_core.__all__
+    assert names == sorted(names)
+    for name in names:
+        assert getattr(jobset_core, name) is not None, name
+
+
+def test_public_names_are_exactly_all() -> None:
+    public = {n for n in vars(jobset_core) if not n.startswith("_")}
+    lazy = {"Handle", "Submission", "__version__"}
+    # Submodules become attributes once imported; they are not part of the surface.
+    modules = {n for n in public if type(getattr(jobset_core, n)).__name__ == "module"}
+    assert public - modules - {"annotations", "TYPE_CHECKING", "Any"} | lazy == set(
+        jobset_core.__all__
+    )
+
+
+def test_import_does_not_load_api_clients() -> None:
+    code = (
+        "import sys, jobset_core, jobset_core.models, jobset_core.policy, jobset_core.render;"
+        "heavy = ('kubernetes', 'kubernetes_asyncio', 'airflow', 'kfp');"
+        "bad = [m for m in heavy if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
