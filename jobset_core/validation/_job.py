@@ -509,23 +509,23 @@ def _check_pod_spec(
             "Required value: a Job's pod needs at least one container",
             "pod-containers",
         )
+    # Duplicates inside one list (volumes, containers) are reported by the schema check: the
+    # CRD declares those lists as maps keyed by name.
     volumes = set(claim_names)
-    seen_volumes: set[str] = set()
     for index, raw in enumerate(as_list(pod.get("volumes"))):
         name = as_str(as_map(raw).get("name"))
-        if name is None:
-            continue
-        out.extend((*loc, "volumes", index, "name"), _names.dns1123_label(name), "pod-volume-name")
-        if name in seen_volumes:
-            out.add(
-                (*loc, "volumes", index, "name"), f"Duplicate value: {name!r}", "pod-volume-name"
+        if name is not None:
+            out.extend(
+                (*loc, "volumes", index, "name"), _names.dns1123_label(name), "pod-volume-name"
             )
-        seen_volumes.add(name)
-    volumes |= seen_volumes
-    names: set[str] = set()
+            volumes.add(name)
+    earlier: set[str] = set()
     for key in _CONTAINER_LISTS:
+        current: set[str] = set()
         for index, raw in enumerate(as_list(pod.get(key))):
-            _check_container(out, as_map(raw), (*loc, key, index), names, volumes)
+            _check_container(out, as_map(raw), (*loc, key, index), earlier, volumes)
+            current.add(str(as_map(raw).get("name")))
+        earlier |= current
     for key, value in as_map(pod.get("nodeSelector")).items():
         out.extend((*loc, "nodeSelector", key), _names.qualified_name(str(key)), "label-key")
         if isinstance(value, str):
@@ -545,7 +545,6 @@ def _check_container(
                 "initContainers and ephemeralContainers)",
                 "container-name",
             )
-        names.add(name)
     elif name == "":
         out.add((*loc, "name"), "Required value", "container-name")
     if not ctr.get("image"):

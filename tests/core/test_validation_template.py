@@ -1,0 +1,704 @@
+"""validate() on the embedded Job template: the batch/v1 schema and the Kubernetes Job rules.
+
+Upstream JobSet accepts any template and fails later, with a ``JobCreationFailed`` event on a
+JobSet that never fails. These cases mirror Kubernetes' Job validation
+(``pkg/apis/batch/validation/validation.go``, v1.36) and the schema of the installed
+``kubernetes`` client; each case lists every problem as ``(path under the template spec, rule,
+message fragment)``.
+
+The cluster-marked test at the end shows these are late failures upstream: the devcluster's
+JobSet webhook accepts every one of these JobSets (server-side dry run).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+import pytest
+
+from jobset_core.models import load_jobset
+from jobset_core.validation import validate
+
+CLIENT_MAJOR = int(kubernetes.__version__.split(".")[0])
+T = "spec.replicatedJobs[0].template.spec"
+P = f"{T}.template.spec"
+C0 = f"{P}.containers[0]"
+CONTAINER = {"name": "main", "image": "busybox"}
+
+
+def jobset(
+    job: dict[str, Any] | None = None, pod: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """One replicated job; ``job`` merges into the Job spec, ``pod`` into the pod spec."""
+    pod_spec = {"containers": [dict(CONTAINER)], **(pod or {})}
+    job_spec = {"completions": 1, "parallelism": 1, **(job or {}), "template": {"spec": pod_spec}}
+    if job and "template" in job:
+        job_spec["template"] = job["template"]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": {"replicatedJobs": [{"name": "rj", "template": {"spec": job_spec}}], **spec},
+    }
+
+
+def ctr(**fields: Any) -> dict[str, Any]:
+    return {"containers": [{**CONTAINER, **fields}]}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    document: dict[str, Any]
+    expected: tuple[tuple[str, str, str], ...] = ()
+
+
+PFP_RULE = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}
+NEVER = {"restartPolicy": "Never"}
+
+SCHEMA_CASES = [
+    Case(
+        "unknown field with a close match",
+        jobset(pod=ctr(imagePullPolicyy="Always")),
+        (
+            (
+                f"{C0}.imagePullPolicyy",
+                "unknown-field",
+                "unknown field (did you mean 'imagePullPolicy'?",
+            ),
+        ),
+    ),
+    Case(
+        "unknown field names the client version",
+        jobset(job={"fooBar": 1}),
+        (
+            (
+                f"{T}.fooBar",
+                "unknown-field",
+                f"installed kubernetes client {kubernetes.__version__}",
+            ),
+        ),
+    ),
+    Case(
+        "wrong type",
+        jobset(job={"parallelism": "2"}),
+        ((f"{T}.parallelism", "type", "must be of type integer; got string"),),
+    ),
+    Case("integral float is an integer", jobset(job={"backoffLimit": 2.0})),
+    Case(
+        "boolean is not an integer",
+        jobset(job={"backoffLimit": True}),
+        ((f"{T}.backoffLimit", "type", "must be of type integer; got boolean"),),
+    ),
+    Case(
+        "object expected",
+        jobset(pod={"nodeSelector": ["a"]}),
+        ((f"{P}.nodeSelector", "type", "must be of type object; got array"),),
+    ),
+    Case(
+        "map value must be a string",
+        jobset(pod={"nodeSelector": {"gpu": True}}),
+        ((f"{P}.nodeSelector.gpu", "type", "must be of type string; got boolean"),),
+    ),
+    Case(
+        "required field missing: container name",
+        jobset(pod={"containers": [{"image": "busybox"}]}),
+        ((f"{P}.containers[0].name", "required", "required field is missing"),),
+    ),
+    Case(
+        "required field missing: containers (the JobSet webhook still defaults restartPolicy)",
+        jobset(job={"template": {"spec": {}}}),
+        ((f"{P}.containers", "required", "required field is missing"),),
+    ),
+    Case(
+        "a null pod template is still defaulted by the JobSet webhook, then needs containers",
+        jobset(job={"template": None}),
+        ((f"{P}.containers", "required", "required field is missing"),),
+    ),
+    Case(
+        "quantities accept numbers",
+        jobset(pod=ctr(resources={"limits": {"cpu": 1, "memory": "1Gi"}})),
+    ),
+    Case(
+        "quantity syntax",
+        jobset(pod=ctr(resources={"requests": {"memory": "1 GB"}})),
+        (
+            (
+                f"{C0}.resources.requests.memory",
+                "quantity",
+                "quantities must match the regular expression",
+            ),
+        ),
+    ),
+    Case(
+        "int-or-string port accepts both",
+        jobset(
+            pod=ctr(
+                livenessProbe={"httpGet": {"port": "http"}},
+                readinessProbe={"tcpSocket": {"port": 80}},
+            )
+        ),
+    ),
+    Case(
+        "duplicate env names (CRD listType=map)",
+        jobset(pod=ctr(env=[{"name": "A", "value": "1"}, {"name": "A", "value": "2"}])),
+        ((f"{C0}.env[1]", "duplicate", "Duplicate value: name='A'"),),
+    ),
+    Case(
+        "duplicate ports after the TCP default (CRD listType=map)",
+        jobset(pod=ctr(ports=[{"containerPort": 80}, {"containerPort": 80, "protocol": "TCP"}])),
+        ((f"{C0}.ports[1]", "duplicate", "containerPort=80, protocol='TCP'"),),
+    ),
+    Case(
+        "same port for TCP and UDP is fine",
+        jobset(pod=ctr(ports=[{"containerPort": 53}, {"containerPort": 53, "protocol": "UDP"}])),
+    ),
+    Case("null is absent", jobset(job={"activeDeadlineSeconds": None}, pod={"nodeSelector": None})),
+    Case(
+        "volume claim template is a PersistentVolumeClaim",
+        jobset(
+            pod=ctr(volumeMounts=[{"name": "data", "mountPath": "/d"}]),
+            volumeClaimPolicies=[
+                {"templates": [{"metadata": {"name": "data"}, "spec": {"acessModes": []}}]}
+            ],
+        ),
+        (
+            (
+                "spec.volumeClaimPolicies[0].templates[0].spec.acessModes",
+                "unknown-field",
+                "did you mean 'accessModes'?",
+            ),
+        ),
+    ),
+]
+
+JOB_CASES = [
+    Case(
+        "Indexed (the JobSet default) without completions when parallelism is set",
+        jobset(job={"completions": None, "parallelism": 4}),
+        (
+            (
+                f"{T}.completions",
+                "job-indexed-completions",
+                "JobSet defaults completionMode to Indexed",
+            ),
+        ),
+    ),
+    Case(
+        "explicit Indexed without completions: no JobSet hint",
+        jobset(job={"completions": None, "parallelism": 4, "completionMode": "Indexed"}),
+        (
+            (
+                f"{T}.completions",
+                "job-indexed-completions",
+                "Required value: when completion mode is Indexed",
+            ),
+        ),
+    ),
+    Case(
+        "neither completions nor parallelism: Kubernetes defaults both to 1",
+        jobset(job={"completions": None, "parallelism": None}),
+    ),
+    Case(
+        "NonIndexed work queue without completions",
+        jobset(job={"completions": None, "parallelism": 4, "completionMode": "NonIndexed"}),
+    ),
+    Case(
+        "completionMode enum",
+        jobset(job={"completionMode": "Sometimes"}),
+        (
+            (
+                f"{T}.completionMode",
+                "job-completion-mode",
+                'supported values: "Indexed", "NonIndexed"',
+            ),
+        ),
+    ),
+    Case(
+        "negative counts",
+        jobset(
+            job={
+                "completions": -1,
+                "parallelism": -1,
+                "backoffLimit": -1,
+                "activeDeadlineSeconds": -1,
+            }
+        ),
+        (
+            (f"{T}.activeDeadlineSeconds", "job-nonnegative", "must be greater than or equal to 0"),
+            (f"{T}.backoffLimit", "job-nonnegative", "must be greater than or equal to 0"),
+            (f"{T}.completions", "job-nonnegative", "must be greater than or equal to 0"),
+            (f"{T}.parallelism", "job-nonnegative", "must be greater than or equal to 0"),
+        ),
+    ),
+    Case(
+        "Indexed parallelism at most 100000",
+        jobset(job={"completions": 200000, "parallelism": 100001}),
+        ((f"{T}.parallelism", "job-indexed-parallelism", "must be less than or equal to 100000"),),
+    ),
+    Case(
+        "backoffLimitPerIndex requires Indexed",
+        jobset(job={"completionMode": "NonIndexed", "backoffLimitPerIndex": 1}),
+        (
+            (
+                f"{T}.backoffLimitPerIndex",
+                "job-requires-indexed",
+                "requires indexed completion mode",
+            ),
+        ),
+    ),
+    Case(
+        "maxFailedIndexes requires backoffLimitPerIndex and at most completions",
+        jobset(job={"maxFailedIndexes": 2}),
+        (
+            (
+                f"{T}.backoffLimitPerIndex",
+                "job-backoff-limit-per-index-required",
+                "when maxFailedIndexes is specified",
+            ),
+            (
+                f"{T}.maxFailedIndexes",
+                "job-max-failed-indexes",
+                "must be less than or equal to completions",
+            ),
+        ),
+    ),
+    Case(
+        "above 100000 completions with backoffLimitPerIndex",
+        jobset(job={"completions": 100001, "parallelism": 10001, "backoffLimitPerIndex": 1}),
+        (
+            (
+                f"{T}.maxFailedIndexes",
+                "job-max-failed-indexes",
+                "must be specified when completions is above 100000",
+            ),
+            (
+                f"{T}.parallelism",
+                "job-indexed-parallelism",
+                "must be less than or equal to 10000 when completions",
+            ),
+        ),
+    ),
+    Case(
+        "restartPolicy Always is not allowed for a Job",
+        jobset(pod={"restartPolicy": "Always"}),
+        (
+            (
+                f"{P}.restartPolicy",
+                "job-restart-policy",
+                'Required value: valid values: "OnFailure", "Never"',
+            ),
+        ),
+    ),
+    Case(
+        "restartPolicy enum",
+        jobset(pod={"restartPolicy": "Sometimes"}),
+        ((f"{P}.restartPolicy", "job-restart-policy", "Unsupported value: 'Sometimes'"),),
+    ),
+    Case(
+        "podFailurePolicy requires restartPolicy Never (JobSet defaults OnFailure)",
+        jobset(job={"podFailurePolicy": {"rules": [PFP_RULE]}}),
+        (
+            (
+                f"{P}.restartPolicy",
+                "job-restart-policy",
+                'only "Never" is supported when podFailurePolicy',
+            ),
+        ),
+    ),
+    Case(
+        "podFailurePolicy with restartPolicy Never",
+        jobset(job={"podFailurePolicy": {"rules": [PFP_RULE]}}, pod=NEVER),
+    ),
+    Case(
+        "podFailurePolicy rules",
+        jobset(
+            job={
+                "podFailurePolicy": {
+                    "rules": [
+                        {
+                            "action": "Explode",
+                            "onExitCodes": {
+                                "operator": "In",
+                                "values": [0, 3, 2],
+                                "containerName": "x",
+                            },
+                        },
+                        {
+                            "action": "FailIndex",
+                            "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}],
+                        },
+                        {"action": "Ignore"},
+                        {
+                            "action": "Count",
+                            "onExitCodes": {"operator": "Within", "values": [1]},
+                            "onPodConditions": [{"type": "DisruptionTarget"}],
+                        },
+                    ]
+                }
+            },
+            pod=NEVER,
+        ),
+        (
+            (
+                f"{T}.podFailurePolicy.rules[0].action",
+                "job-pod-failure-policy",
+                "Unsupported value: 'Explode'",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[0].onExitCodes.containerName",
+                "job-pod-failure-policy",
+                "must be one of the container",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[0].onExitCodes.values",
+                "job-pod-failure-policy",
+                "must be ordered",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[0].onExitCodes.values[0]",
+                "job-pod-failure-policy",
+                "must not be 0 for the In operator",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[1].action",
+                "job-pod-failure-policy",
+                "requires the backoffLimitPerIndex to be set",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[1].onPodConditions[0].status",
+                "job-pod-failure-policy",
+                "Unsupported value: 'Maybe'",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[2]",
+                "job-pod-failure-policy",
+                "specifying one of OnExitCodes and OnPodConditions is required",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[3]",
+                "job-pod-failure-policy",
+                "specifying both OnExitCodes and OnPodConditions is not supported",
+            ),
+            (
+                f"{T}.podFailurePolicy.rules[3].onExitCodes.operator",
+                "job-pod-failure-policy",
+                "Unsupported value: 'Within'",
+            ),
+        ),
+    ),
+    Case(
+        "podReplacementPolicy with podFailurePolicy must be Failed",
+        jobset(
+            job={
+                "podFailurePolicy": {"rules": [PFP_RULE]},
+                "podReplacementPolicy": "TerminatingOrFailed",
+            },
+            pod=NEVER,
+        ),
+        (
+            (
+                f"{T}.podReplacementPolicy",
+                "job-pod-replacement-policy",
+                'supported values: "Failed"',
+            ),
+        ),
+    ),
+    Case(
+        "Job successPolicy rules",
+        jobset(
+            job={
+                "completions": 4,
+                "parallelism": 4,
+                "successPolicy": {
+                    "rules": [
+                        {},
+                        {"succeededIndexes": "0,2-1"},
+                        {"succeededIndexes": "0-1", "succeededCount": 3},
+                        {"succeededIndexes": "9"},
+                        {"succeededCount": 5},
+                    ]
+                },
+            }
+        ),
+        (
+            (
+                f"{T}.successPolicy.rules[0]",
+                "job-success-policy",
+                "at least one of succeededCount or succeededIndexes",
+            ),
+            (
+                f"{T}.successPolicy.rules[1].succeededIndexes",
+                "job-success-policy",
+                "non-increasing order, previous: 2, current: 1",
+            ),
+            (
+                f"{T}.successPolicy.rules[2].succeededCount",
+                "job-success-policy",
+                "must be less than or equal to 2 (the number of indexes",
+            ),
+            (
+                f"{T}.successPolicy.rules[3].succeededIndexes",
+                "job-success-policy",
+                "too large index: '9'",
+            ),
+            (
+                f"{T}.successPolicy.rules[4].succeededCount",
+                "job-success-policy",
+                "must be less than or equal to 4 (the number of specified completions)",
+            ),
+        ),
+    ),
+    Case(
+        "Job successPolicy requires Indexed",
+        jobset(
+            job={
+                "completionMode": "NonIndexed",
+                "successPolicy": {"rules": [{"succeededCount": 1}]},
+            }
+        ),
+        ((f"{T}.successPolicy", "job-requires-indexed", "requires indexed completion mode"),),
+    ),
+    Case(
+        "selector without manualSelector",
+        jobset(job={"selector": {"matchLabels": {"app": "x"}}}),
+        ((f"{T}.selector", "job-selector", "`selector` not auto-generated"),),
+    ),
+    Case(
+        "manualSelector without selector",
+        jobset(job={"manualSelector": True}),
+        ((f"{T}.selector", "job-selector", "Required value: when manualSelector is true"),),
+    ),
+    Case(
+        "manual selector must match the pod labels",
+        jobset(job={"manualSelector": True, "selector": {"matchLabels": {"app": "x"}}}),
+        (
+            (
+                f"{T}.template.metadata.labels",
+                "job-selector",
+                "`selector` does not match template `labels`",
+            ),
+        ),
+    ),
+    Case(
+        "manual selector on a label the JobSet adds",
+        jobset(
+            job={
+                "manualSelector": True,
+                "selector": {
+                    "matchExpressions": [
+                        {
+                            "key": "jobset.sigs.k8s.io/replicatedjob-name",
+                            "operator": "In",
+                            "values": ["rj"],
+                        }
+                    ]
+                },
+            }
+        ),
+    ),
+    Case(
+        "managedBy of the Job",
+        jobset(job={"managedBy": "kueue"}),
+        ((f"{T}.managedBy", "job-managed-by", "must be a domain-prefixed path"),),
+    ),
+    Case(
+        "containers must not be empty",
+        jobset(pod={"containers": []}),
+        ((f"{P}.containers", "pod-containers", "at least one container"),),
+    ),
+    Case(
+        "container names are DNS-1123 labels, unique across init and regular containers",
+        jobset(
+            pod={
+                "initContainers": [{"name": "main", "image": "b"}],
+                "containers": [{"name": "Main_1", "image": "b"}, {"name": "main", "image": "b"}],
+            }
+        ),
+        (
+            (
+                f"{P}.containers[0].name",
+                "container-name",
+                "a lowercase RFC 1123 label must consist of",
+            ),
+            (f"{P}.containers[1].name", "container-name", "Duplicate value: 'main'"),
+        ),
+    ),
+    Case(
+        "duplicate container names in one list (CRD listType=map)",
+        jobset(
+            pod={"containers": [{"name": "main", "image": "b"}, {"name": "main", "image": "b"}]}
+        ),
+        ((f"{P}.containers[1]", "duplicate", "Duplicate value: name='main'"),),
+    ),
+    Case(
+        "image is required",
+        jobset(pod={"containers": [{"name": "main", "image": ""}]}),
+        ((f"{C0}.image", "container-image", "Required value"),),
+    ),
+    Case(
+        "imagePullPolicy enum",
+        jobset(pod=ctr(imagePullPolicy="Sometimes")),
+        (
+            (
+                f"{C0}.imagePullPolicy",
+                "container-image-pull-policy",
+                'supported values: "Always", "IfNotPresent", "Never"',
+            ),
+        ),
+    ),
+    Case(
+        "ports",
+        jobset(
+            pod=ctr(
+                ports=[
+                    {"containerPort": 70000, "name": "Web", "protocol": "HTTP"},
+                    {"containerPort": 81, "hostPort": 0},
+                ]
+            )
+        ),
+        (
+            (
+                f"{C0}.ports[0].containerPort",
+                "container-port",
+                "must be between 1 and 65535, inclusive",
+            ),
+            (
+                f"{C0}.ports[0].name",
+                "container-port",
+                "must contain only alpha-numeric characters (a-z, 0-9)",
+            ),
+            (f"{C0}.ports[0].protocol", "container-port", 'supported values: "SCTP", "TCP", "UDP"'),
+        ),
+    ),
+    Case(
+        "volumeMounts must name a volume or a volume claim policy",
+        jobset(
+            pod=ctr(
+                volumeMounts=[
+                    {"name": "cache", "mountPath": "/c"},
+                    {"name": "scratch", "mountPath": "/s"},
+                ]
+            )
+            | {"volumes": [{"name": "scratch", "emptyDir": {}}]}
+        ),
+        ((f"{C0}.volumeMounts[0].name", "container-volume-mount", "Not found: 'cache'"),),
+    ),
+    Case(
+        "volume names are DNS-1123 labels and unique",
+        jobset(
+            pod={
+                "volumes": [
+                    {"name": "a.b", "emptyDir": {}},
+                    {"name": "x", "emptyDir": {}},
+                    {"name": "x", "emptyDir": {}},
+                ]
+            }
+        ),
+        (
+            (f"{P}.volumes[0].name", "pod-volume-name", "must not contain dots"),
+            (f"{P}.volumes[2]", "duplicate", "Duplicate value: name='x'"),
+        ),
+    ),
+    Case(
+        "labels and annotations of the Job and pod templates",
+        jobset(
+            job={
+                "template": {
+                    "metadata": {"labels": {"app": "bad value!"}, "annotations": {"/x": "1"}},
+                    "spec": {"containers": [dict(CONTAINER)], "nodeSelector": {"pool": "a b"}},
+                }
+            }
+        ),
+        (
+            (
+                f"{T}.template.metadata.annotations./x",
+                "annotation-key",
+                "prefix part must be non-empty",
+            ),
+            (
+                f"{T}.template.metadata.labels.app",
+                "label-value",
+                "a valid label must be an empty string",
+            ),
+            (f"{P}.nodeSelector.pool", "label-value", "a valid label must be an empty string"),
+        ),
+    ),
+]
+
+ALL_CASES = SCHEMA_CASES + JOB_CASES
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[c.id for c in ALL_CASES])
+def test_template(case: Case) -> None:
+    problems = validate(load_jobset(case.document))
+    assert sorted((p.path, p.rule) for p in problems) == sorted(
+        (path, rule) for path, rule, _ in case.expected
+    )
+    for path, rule, fragment in case.expected:
+        messages = [p.message for p in problems if (p.path, p.rule) == (path, rule)]
+        assert any(fragment in m for m in messages), (path, rule, fragment, messages)
+
+
+def test_allow_unknown_fields_carries_newer_fields_but_still_checks_known_ones() -> None:
+    document = jobset(job={"fooBar": 1, "parallelism": "x"})
+    problems = validate(load_jobset(document), allow_unknown_fields=True)
+    assert [(p.path, p.rule) for p in problems] == [(f"{T}.parallelism", "type")]
+
+
+@pytest.mark.skipif(
+    CLIENT_MAJOR >= 34, reason="the installed client knows restartPolicyRules (Kubernetes 1.34+)"
+)
+def test_field_newer_than_the_installed_client_says_so() -> None:
+    document = jobset(
+        pod=ctr(
+            restartPolicyRules=[
+                {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
+            ]
+        )
+    )
+    (problem,) = validate(load_jobset(document))
+    assert problem.path == f"{C0}.restartPolicyRules"
+    assert "may be newer than the installed kubernetes client 30." in problem.message
+    assert "Kubernetes 1.30" in problem.message
+    assert validate(load_jobset(document), allow_unknown_fields=True) == []
+
+
+def test_status_of_pod_condition_pattern_is_optional_on_every_client() -> None:
+    # Required in client 30's schema, defaulted to True by Kubernetes and optional in the CRD.
+    document = jobset(
+        job={
+            "podFailurePolicy": {
+                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+            }
+        },
+        pod=NEVER,
+    )
+    assert validate(load_jobset(document)) == []
+
+
+def test_template_problems_do_not_stop_jobset_rules() -> None:
+    document = jobset(
+        job={"parallelism": "many"},
+        successPolicy={"operator": "All", "targetReplicatedJobs": ["x"]},
+    )
+    rules = {p.rule for p in validate(load_jobset(document))}
+    assert rules == {"type", "success-policy-target"}
+
+
+# -- upstream accepts all of these (they fail later, as JobCreationFailed events) -------------
+
+LATE_FAILURES = [c for c in JOB_CASES if c.expected]
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("case", LATE_FAILURES, ids=[c.id for c in LATE_FAILURES])
+def test_upstream_webhook_accepts_what_only_the_job_rules_reject(
+    case: Case, devcluster: Any, cluster_namespace: str
+) -> None:
+    body = copy.deepcopy(case.document)
+    body["metadata"]["namespace"] = cluster_namespace
+    devcluster.create_jobset(cluster_namespace, body, dry_run=True)
