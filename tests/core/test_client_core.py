@@ -523,3 +523,19 @@ def test_one_attempt_means_no_retry() -> None:
 def test_retry_policy_is_validated(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must be"):
         RetryPolicy(**kwargs)
+
+
+def test_package_exports_are_exact_and_sorted() -> None:
+    import jobset_core.client as package
+
+    assert package.__all__ == sorted(package.__all__)
+    assert all(hasattr(package, name) for name in package.__all__)
+    assert {
+        "AsyncJobSetClient",
+        "ClientSettings",
+        "JobSetClient",
+        "Unreachable",
+        "WatchEvent",
+    } <= set(package.__all__)
+    assert len(set(_core.__all__)) == len(_core.__all__)
+    assert all(hasattr(_core, name) for name in _core.__all__)
