@@ -8,7 +8,7 @@ again. Importing it imports those clients; the rest of :mod:`jobset_core` never 
 from jobset_core.client._core import ObjectList, RetryPolicy, Unreachable
 from jobset_core.client._watch import EventType, WatchEvent, WatchState
 from jobset_core.client.aio import AsyncJobSetClient
-from jobset_core.client.config import ClientSettings, ConfigError
+from jobset_core.client.config import ClientSettings, ConfigError, default_namespace
 from jobset_core.client.sync import JobSetClient
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "Unreachable",
     "WatchEvent",
     "WatchState",
+    "default_namespace",
 ]

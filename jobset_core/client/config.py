@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from jobset_core.errors import JobSetError
 
 __all__ = [
@@ -21,6 +23,8 @@ __all__ = [
     "ConfigError",
     "Source",
     "choose_source",
+    "context_namespace",
+    "default_namespace",
     "load_async_api_client",
     "load_sync_api_client",
 ]
@@ -28,6 +32,7 @@ __all__ = [
 Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
 
 _SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+_SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 class ConfigError(JobSetError, ValueError):
@@ -92,6 +97,49 @@ def choose_source(
         "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a cluster; "
         "pass kubeconfig_path, kubeconfig or in_cluster=True"
     )
+
+
+def context_namespace(kubeconfig: Mapping[str, Any], context: str | None = None) -> str | None:
+    """The namespace a kubeconfig's context names (its ``current-context`` by default), if any."""
+    name = context or kubeconfig.get("current-context")
+    for entry in kubeconfig.get("contexts") or []:
+        if isinstance(entry, Mapping) and entry.get("name") == name:
+            namespace = (entry.get("context") or {}).get("namespace")
+            return str(namespace) if namespace else None
+    return None
+
+
+def default_namespace(settings: ClientSettings | None = None) -> str:
+    """The namespace to use when none is given, as ``kubectl`` picks it: the kubeconfig
+    context's namespace, the pod's own namespace in-cluster, else ``default``."""
+    settings = settings or ClientSettings()
+    source = _resolve(settings)
+    if source == "in_cluster":
+        try:
+            return _SA_NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "default"
+        except OSError:
+            return "default"
+    for document in _kubeconfig_documents(settings, source):
+        namespace = context_namespace(document, settings.context)
+        if namespace:
+            return namespace
+    return "default"
+
+
+def _kubeconfig_documents(settings: ClientSettings, source: Source) -> list[Mapping[str, Any]]:
+    if source == "kubeconfig_dict":
+        return [settings.kubeconfig or {}]
+    path = _path(settings)
+    files = [path] if path else os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)
+    documents: list[Mapping[str, Any]] = []
+    for name in files:
+        try:
+            loaded = yaml.safe_load(Path(name).expanduser().read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(loaded, Mapping):
+            documents.append(loaded)
+    return documents
 
 
 def _default_kubeconfig_exists(environ: Mapping[str, str]) -> bool:

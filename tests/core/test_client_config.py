@@ -17,7 +17,13 @@ from jobset_core.client import (
     RetryPolicy,
     Unreachable,
 )
-from jobset_core.client.config import choose_source, load_async_api_client, load_sync_api_client
+from jobset_core.client.config import (
+    choose_source,
+    context_namespace,
+    default_namespace,
+    load_async_api_client,
+    load_sync_api_client,
+)
 
 
 def kubeconfig(server: str, *, context: str = "dev", token: str = "t0ken") -> dict[str, Any]:
@@ -211,3 +217,24 @@ def test_sync_and_async_clients_are_twins() -> None:
             assert (spec.kind, spec.default) == (twin.kind, twin.default), (name, param)
     assert inspect.iscoroutinefunction(AsyncJobSetClient.get_jobset)
     assert inspect.isasyncgenfunction(AsyncJobSetClient.stream_pod_log)
+
+
+@pytest.mark.parametrize(
+    ("context", "namespace"),
+    [
+        pytest.param(None, "ns", id="current-context"),
+        pytest.param("dev", "ns", id="named"),
+        pytest.param("other", None, id="context-without-namespace"),
+        pytest.param("missing", None, id="unknown-context"),
+    ],
+)
+def test_context_namespace(context: str | None, namespace: str | None) -> None:
+    assert context_namespace(kubeconfig("https://x"), context) == namespace
+
+
+def test_default_namespace_from_file_dict_or_default(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(kubeconfig("https://x")))
+    assert default_namespace(ClientSettings(kubeconfig_path=path)) == "ns"
+    assert default_namespace(ClientSettings(kubeconfig_path=path, context="other")) == "default"
+    assert default_namespace(ClientSettings(kubeconfig=kubeconfig("https://x"))) == "ns"
