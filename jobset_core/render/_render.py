@@ -98,7 +98,8 @@ def headless_service(
     """The headless Service (``createHeadlessSvcIfNecessary``); ``None`` without DNS hostnames.
 
     ``jobset`` must already carry its defaults. Named after the subdomain, selecting every pod of
-    the JobSet, no ports and no labels.
+    the JobSet, no ports and no labels; ``publishNotReadyAddresses`` appears only when true, as
+    on the wire.
     """
     network = jobset.spec.network
     if network is None or not network.enable_dns_hostnames:
@@ -106,17 +107,11 @@ def headless_service(
     meta: dict[str, Any] = {"name": naming.subdomain(jobset), "namespace": namespace}
     if owner is not None:
         meta["ownerReferences"] = [dict(owner)]
-    publish = network.publish_not_ready_addresses
-    return {
-        "apiVersion": SERVICE.api_version,
-        "kind": SERVICE.kind,
-        "metadata": meta,
-        "spec": {
-            "clusterIP": "None",
-            "selector": {labels.JOBSET_NAME: jobset.name},
-            "publishNotReadyAddresses": True if publish is None else publish,
-        },
-    }
+    spec: dict[str, Any] = {"clusterIP": "None", "selector": {labels.JOBSET_NAME: jobset.name}}
+    # A Go bool with omitempty: the controller sends (and the server returns) only ``true``.
+    if network.publish_not_ready_addresses is not False:
+        spec["publishNotReadyAddresses"] = True
+    return {"apiVersion": SERVICE.api_version, "kind": SERVICE.kind, "metadata": meta, "spec": spec}
 
 
 def jobset_owner_reference(name: str, uid: str) -> dict[str, Any]:

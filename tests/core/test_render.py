@@ -456,10 +456,14 @@ def test_pod_subdomain_and_service(network: dict[str, Any] | None, subdomain: st
 
 @pytest.mark.parametrize(
     ("publish", "expected"),
-    [(None, True), (True, True), (False, False)],
-    ids=["default", "true", "false"],
+    [
+        (None, {"publishNotReadyAddresses": True}),
+        (True, {"publishNotReadyAddresses": True}),
+        (False, {}),
+    ],
+    ids=["default", "true", "false-omitted-like-go"],
 )
-def test_headless_service(publish: bool | None, expected: bool) -> None:
+def test_headless_service(publish: bool | None, expected: dict[str, bool]) -> None:
     network = {} if publish is None else {"publishNotReadyAddresses": publish}
     out = render(make_jobset(rjob("rj", 1), network=network), "ns1")
     assert out.service == {
@@ -469,7 +473,7 @@ def test_headless_service(publish: bool | None, expected: bool) -> None:
         "spec": {
             "clusterIP": "None",
             "selector": {"jobset.sigs.k8s.io/jobset-name": "test-js"},
-            "publishNotReadyAddresses": expected,
+            **expected,
         },
     }
 
