@@ -44,6 +44,10 @@ K8S_MOD = HERE / "k8s"
 ADDONS_MOD = HERE / "addons"
 STAGES_FILE = HERE / "kwok-stages.yaml"
 
+# -buildvcs=false: the wrapper modules live inside this git checkout; stamping its commit
+# would make binaries differ per commit and fails on checkouts git refuses to read.
+GOFLAGS = "-mod=readonly -buildvcs=false"
+
 # Bump when the build recipe below changes in a way that must invalidate caches.
 BUILD_RECIPE = "3"
 
@@ -139,7 +143,7 @@ def go_env() -> dict:
     env = os.environ.copy()
     env["GOTOOLCHAIN"] = "local"
     env["CGO_ENABLED"] = "0"
-    env["GOFLAGS"] = "-mod=readonly"
+    env["GOFLAGS"] = GOFLAGS
     env.pop("GOWORK", None)
     env["GOWORK"] = "off"
     return env
@@ -249,7 +253,7 @@ def cache_key() -> tuple[str, dict]:
         for p in build_plan()
     ]
     info["plan"] = plan
-    info["env"] = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
+    info["env"] = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": GOFLAGS}
     h.update(json.dumps(info, sort_keys=True).encode())
     return h.hexdigest()[:20], info
 
@@ -281,6 +285,24 @@ def jobset_module_dir() -> Path:
     if out.returncode != 0:
         die(f"go mod download sigs.k8s.io/jobset failed:\n{out.stdout}\n{out.stderr}")
     return Path(json.loads(out.stdout)["Dir"])
+
+
+def prune_cache(root: Path, keep: Path, max_builds: int = 3) -> None:
+    """Drop abandoned partial builds and all but the newest `max_builds` complete ones."""
+    builds = []
+    for d in root.iterdir():
+        if not d.is_dir():
+            continue
+        m = re.search(r"\.partial-(\d+)$", d.name)
+        if m:
+            if not Path(f"/proc/{m.group(1)}").exists():
+                shutil.rmtree(d, ignore_errors=True)
+        elif (d / "manifest.json").exists() and d != keep:
+            builds.append(d)
+    builds.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in builds[max_builds - 1 :]:
+        log(f"removing old cached build {d}")
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def cmd_build(args) -> Path:
@@ -351,6 +373,7 @@ def cmd_build(args) -> Path:
         if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
+        prune_cache(root, keep=final)
         log(f"cold build finished in {fmt_secs(manifest['total_seconds'])}: {final}")
         return final
 
@@ -448,6 +471,7 @@ def make_pki(pki: Path) -> None:
         "/O=system:masters/CN=kube-apiserver-kubelet-client",
         "clientAuth",
     )
+    leaf("front-proxy-client", "/CN=front-proxy-client", "clientAuth")
     leaf("kubelet", "/CN=devcluster-kubelet", "serverAuth", "IP:127.0.0.1,DNS:localhost")
     leaf("jobset-webhook", "/CN=jobset-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost")
     openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
@@ -1182,6 +1206,15 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
             f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
             f"--kubelet-certificate-authority={pki / 'ca.crt'}",
             "--kubelet-preferred-address-types=InternalIP",
+            # front-proxy (aggregation) identity; also lets KCM/scheduler load the
+            # requestheader CA instead of logging errors about it
+            f"--requestheader-client-ca-file={pki / 'ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight=1000",
             "--max-mutating-requests-inflight=500",
