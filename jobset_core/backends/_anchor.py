@@ -1,0 +1,243 @@
+"""The anchor of a native run: one ConfigMap per JobSet that owns everything the run creates.
+
+Clusters without the JobSet controller have no JobSet resource to hang the child objects on, so
+the native backend stores the JobSet in a ConfigMap of the same name:
+
+* ``data["jobset.json"]``: the defaulted JobSet (``apiVersion``, ``kind``, ``metadata`` with
+  name, labels and annotations, ``spec``), the ``spec`` a reconcile pass plans against;
+* ``data["status.json"]``: a status of exactly the JobSet status shape (``conditions``,
+  ``terminalState``, ``restarts``, ``restartsCountTowardsMax``, ``replicatedJobsStatus``),
+  written after every change with the anchor's ``resourceVersion`` as a precondition, so any
+  process can read it and a new process resumes where the last one stopped;
+* labels: the :data:`ANCHOR_LABEL` marker, ``jobset-name`` and the caller's identity labels.
+
+The headless Service and the child Jobs carry a controller owner reference to the anchor
+(``blockOwnerDeletion``), so deleting the anchor removes the whole run by garbage collection.
+Everything here is pure: building, parsing and patch bodies; the backend sends them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobset_core import labels
+from jobset_core.defaults import with_defaults
+from jobset_core.models import JobSet, JobSetStatus
+
+__all__ = [
+    "ANCHOR_KIND",
+    "ANCHOR_LABEL",
+    "ANCHOR_VALUE",
+    "JOBSET_KEY",
+    "STATUS_KEY",
+    "Anchor",
+    "NotAnAnchor",
+    "build_anchor",
+    "identity_mismatch",
+    "job_selector",
+    "owner_reference",
+    "parse_anchor",
+    "status_patch",
+    "suspend_patch",
+]
+
+#: Marks a ConfigMap as the anchor of a native JobSet run (value :data:`ANCHOR_VALUE`).
+ANCHOR_LABEL = "jobset-core/anchor"
+ANCHOR_VALUE = "native"
+ANCHOR_KIND = "ConfigMap"
+JOBSET_KEY = "jobset.json"
+STATUS_KEY = "status.json"
+
+
+class NotAnAnchor(ValueError):
+    """A ConfigMap that is not (or no longer readable as) the anchor of a native run."""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An anchor ConfigMap as read from the API server.
+
+    Attributes:
+        name: The ConfigMap's (and the JobSet's) name.
+        namespace: Its namespace.
+        uid: The ConfigMap's UID: the ``jobset-uid`` label and owner of every child object.
+        resource_version: Precondition of the next status write.
+        labels: The ConfigMap's labels (identity labels included).
+        jobset: The stored JobSet with ``metadata.uid`` = :attr:`uid`, the anchor's creation
+            and deletion timestamps, and :attr:`status` as ``status``: what a reconcile pass
+            plans against.
+    """
+
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+    labels: Mapping[str, str]
+    jobset: JobSet
+
+    @property
+    def status(self) -> JobSetStatus:
+        """The stored status (empty before the first pass)."""
+        return self.jobset.status or JobSetStatus()
+
+    @property
+    def created_at(self) -> str | None:
+        """The anchor's ``creationTimestamp``."""
+        return self.jobset.metadata.creation_timestamp
+
+    @property
+    def deleting(self) -> bool:
+        """Whether the anchor is being deleted (the run is going away)."""
+        return self.jobset.metadata.deletion_timestamp is not None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _stored_jobset(jobset: JobSet) -> dict[str, Any]:
+    meta = jobset.metadata
+    stored_meta = {
+        key: value
+        for key, value in (
+            ("name", meta.name),
+            ("generateName", meta.generate_name),
+            ("labels", meta.labels),
+            ("annotations", meta.annotations),
+        )
+        if value
+    }
+    return {
+        "apiVersion": jobset.api_version,
+        "kind": jobset.kind,
+        "metadata": stored_meta,
+        "spec": jobset.spec.to_dict(),
+    }
+
+
+def build_anchor(
+    jobset: JobSet, namespace: str, identity: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The anchor ConfigMap to create for ``jobset`` (defaults applied, empty status).
+
+    The ConfigMap takes the JobSet's ``name`` (or ``generateName``: the API server then names
+    both). Labels: the identity labels, ``jobset-name`` when the name is known, the marker.
+
+    Args:
+        jobset: The JobSet as the user wrote it.
+        namespace: Where the run lives.
+        identity: Labels that say whose run this is (checked before adopting an existing one).
+    """
+    defaulted = with_defaults(jobset)
+    meta: dict[str, Any] = {"namespace": namespace}
+    if defaulted.metadata.name:
+        meta["name"] = defaulted.metadata.name
+    else:
+        meta["generateName"] = defaulted.metadata.generate_name
+    anchor_labels = dict(identity or {})
+    if defaulted.metadata.name:
+        anchor_labels[labels.JOBSET_NAME] = defaulted.metadata.name
+    anchor_labels[ANCHOR_LABEL] = ANCHOR_VALUE
+    meta["labels"] = dict(sorted(anchor_labels.items()))
+    return {
+        "apiVersion": "v1",
+        "kind": ANCHOR_KIND,
+        "metadata": meta,
+        "data": {JOBSET_KEY: _dumps(_stored_jobset(defaulted)), STATUS_KEY: _dumps({})},
+    }
+
+
+def parse_anchor(obj: Mapping[str, Any]) -> Anchor:
+    """Read an anchor ConfigMap as the API server returns it.
+
+    Raises:
+        NotAnAnchor: The object lacks the marker label or its data does not parse.
+    """
+    meta = obj.get("metadata") or {}
+    obj_labels = dict(meta.get("labels") or {})
+    if obj_labels.get(ANCHOR_LABEL) != ANCHOR_VALUE or obj.get("kind", ANCHOR_KIND) != ANCHOR_KIND:
+        raise NotAnAnchor(f"it has no {ANCHOR_LABEL}={ANCHOR_VALUE} label")
+    data = obj.get("data") or {}
+    try:
+        stored = json.loads(data[JOBSET_KEY])
+        status = json.loads(data.get(STATUS_KEY) or "{}")
+        jobset = JobSet.model_validate(stored)
+        jobset.status = JobSetStatus.model_validate(status) if status else None
+    except (KeyError, TypeError, ValueError) as err:
+        raise NotAnAnchor(f"its data is not a stored JobSet: {err}") from err
+    name, namespace, uid = meta.get("name") or "", meta.get("namespace") or "", meta.get("uid")
+    jobset.metadata.name = name
+    jobset.metadata.generate_name = None
+    jobset.metadata.namespace = namespace
+    jobset.metadata.uid = uid
+    jobset.metadata.creation_timestamp = meta.get("creationTimestamp")
+    jobset.metadata.deletion_timestamp = meta.get("deletionTimestamp")
+    return Anchor(
+        name=name,
+        namespace=namespace,
+        uid=str(uid or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        labels=obj_labels,
+        jobset=jobset,
+    )
+
+
+def identity_mismatch(
+    obj: Mapping[str, Any], identity: Mapping[str, str] | None, uid: str | None
+) -> str | None:
+    """Why an existing ConfigMap may not be adopted as our anchor, or ``None`` when it may.
+
+    Args:
+        obj: The existing ConfigMap.
+        identity: The identity labels the caller expects (each must be present and equal).
+        uid: The UID the caller expects, when known.
+    """
+    meta = obj.get("metadata") or {}
+    found = meta.get("labels") or {}
+    if found.get(ANCHOR_LABEL) != ANCHOR_VALUE:
+        return f"it is not a native JobSet anchor (no {ANCHOR_LABEL}={ANCHOR_VALUE} label)"
+    if uid and meta.get("uid") != uid:
+        return f"uid {meta.get('uid')} is not the expected {uid}"
+    for key, value in sorted((identity or {}).items()):
+        if found.get(key) != value:
+            return f"label {key}={found.get(key)!r} is not the expected {value!r}"
+    return None
+
+
+def owner_reference(anchor: Anchor) -> dict[str, Any]:
+    """The controller owner reference every child object of the run carries."""
+    return {
+        "apiVersion": "v1",
+        "kind": ANCHOR_KIND,
+        "name": anchor.name,
+        "uid": anchor.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def job_selector(name: str, uid: str) -> dict[str, str]:
+    """Label selector of the run's Jobs and pods: ``jobset-name`` and ``jobset-uid``."""
+    return {labels.JOBSET_NAME: name, labels.JOBSET_UID: uid}
+
+
+def status_patch(status: JobSetStatus, resource_version: str) -> dict[str, Any]:
+    """A merge patch writing ``status``; the ``resourceVersion`` makes it compare-and-swap (a
+    write over a newer anchor is refused with 409 Conflict)."""
+    return {
+        "metadata": {"resourceVersion": resource_version},
+        "data": {STATUS_KEY: _dumps(status.to_dict())},
+    }
+
+
+def suspend_patch(anchor: Anchor, suspend: bool) -> dict[str, Any]:
+    """A compare-and-swap merge patch setting ``spec.suspend`` of the stored JobSet."""
+    stored = _stored_jobset(anchor.jobset)
+    stored["spec"]["suspend"] = suspend
+    return {
+        "metadata": {"resourceVersion": anchor.resource_version},
+        "data": {JOBSET_KEY: _dumps(stored)},
+    }
