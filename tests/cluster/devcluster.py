@@ -689,33 +689,36 @@ def log_tail(path: str, n: int = 30) -> str:
         return ""
 
 
-def stop_component(name: str, c: dict, grace: float = 10.0) -> None:
+def _ours(c: dict) -> bool:
+    """Is the recorded process group still ours (guards against PID reuse)?"""
     pgid = c.get("pgid")
     if not pgid:
-        return
+        return False
     if component_alive(c):
-        targets = [pgid]
-    else:
-        # leader gone (or PID reused by something else: then its group differs)
-        targets = (
-            [pgid]
-            if group_members(pgid) and proc_start_time(pgid) in (None, c.get("start_time"))
-            else []
-        )
-    if not targets:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_members(pgid):
-        time.sleep(0.1)
-    if group_members(pgid):
-        log(f"{name} did not stop within {grace:.0f}s; killing")
+        return True
+    # leader gone: its group may still have members; a reused PID has another start time
+    return bool(group_members(pgid)) and proc_start_time(pgid) in (None, c.get("start_time"))
+
+
+def stop_components(named: list[tuple[str, dict]], quiet: bool, grace: float = 10.0) -> None:
+    """SIGTERM the process groups together, wait, then SIGKILL whatever is left."""
+    targets = [(n, c["pgid"]) for n, c in named if _ours(c)]
+    for n, pgid in targets:
+        if not quiet:
+            log(f"stopping {n} (pid {pgid})")
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and group_members(pgid):
-            time.sleep(0.1)
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(group_members(g) for _, g in targets):
+        time.sleep(0.1)
+    for n, pgid in targets:
+        if group_members(pgid):
+            log(f"{n} did not stop within {grace:.0f}s; killing it")
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(group_members(g) for _, g in targets):
+        time.sleep(0.1)
 
 
 def cmd_down(args=None, quiet=False) -> int:
@@ -734,16 +737,12 @@ def _down(quiet: bool) -> int:
     me = os.getpid()
     order = [n for n in reversed(st.data.get("order", [])) if n in comps]
     order += [n for n in comps if n not in order]
-    # Stop the JobSet manager and kwok before the control plane so they do not spin on errors.
-    first = [n for n in order if n not in ("etcd", "kube-apiserver")]
-    last = [n for n in ("kube-apiserver", "etcd") if n in comps]
-    for name in first + last:
-        c = comps[name]
-        if c.get("pid") == me:
-            continue
-        if not quiet:
-            log(f"stopping {name} (pid {c.get('pid')})")
-        stop_component(name, c)
+    # Clients of the API first (so they do not spin on errors), then the apiserver, then etcd.
+    core = ("kube-apiserver", "etcd")
+    waves = [[n for n in order if n not in core], ["kube-apiserver"], ["etcd"]]
+    for wave in waves:
+        named = [(n, comps[n]) for n in wave if n in comps and comps[n].get("pid") != me]
+        stop_components(named, quiet)
     leftovers = {
         n: group_members(c["pgid"])
         for n, c in comps.items()
