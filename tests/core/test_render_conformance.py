@@ -99,6 +99,9 @@ SERVER_DEFAULTS: dict[str, tuple[Default, ...]] = {
         Default(("spec", "podReplacementPolicy"), ("TerminatingOrFailed", "Failed")),
         Default(("spec", "manualSelector"), (False,)),
         Default(("spec", "selector"), _own_selector),
+        Default(
+            ("spec", "podFailurePolicy", "rules", "*", "onPodConditions", "*", "status"), ("True",)
+        ),
         *(
             Default(("spec", "template", "metadata", "labels", key), check)
             for key, check in (
@@ -218,7 +221,10 @@ def differences(ours: Any, theirs: Any, path: str = "") -> Iterator[str]:
         for key in sorted(set(ours) | set(theirs)):
             sub = f"{path}.{key}" if path else key
             if key not in theirs:
-                yield f"{sub}: rendered {ours[key]!r}, controller has nothing"
+                # The API server decodes into typed structs: an empty ``omitempty`` list or map
+                # we send is dropped, so it is the same object as one without the field.
+                if ours[key] not in ([], {}):
+                    yield f"{sub}: rendered {ours[key]!r}, controller has nothing"
             elif key not in ours:
                 yield f"{sub}: controller has {theirs[key]!r}, not rendered"
             else:
