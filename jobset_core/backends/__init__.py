@@ -1,0 +1,58 @@
+"""Backends that run a JobSet on a cluster and report its :class:`~jobset_core.outcome.Outcome`.
+
+* ``controller`` (:mod:`.controller`): submit the JobSet resource; the upstream controller
+  runs it.
+* ``native`` (:mod:`.native`): create the Service and Jobs ourselves (clusters without the
+  controller).
+* :func:`choose_backend` / :func:`choose_async_backend` (:mod:`.auto`): ``controller`` when
+  ``jobset.x-k8s.io/v1alpha2`` is served, else ``native``.
+
+Importing this package imports no API client; the backend classes are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from jobset_core.backends._base import (
+    AsyncBackendProtocol,
+    BackendProtocol,
+    Handle,
+    OnRestart,
+    ProgressCallback,
+    Submission,
+)
+
+if TYPE_CHECKING:
+    from jobset_core.backends.auto import BackendChoice, choose_async_backend, choose_backend
+    from jobset_core.backends.controller import AsyncControllerBackend, ControllerBackend
+
+__all__ = [
+    "AsyncBackendProtocol",
+    "AsyncControllerBackend",
+    "BackendChoice",
+    "BackendProtocol",
+    "ControllerBackend",
+    "Handle",
+    "OnRestart",
+    "ProgressCallback",
+    "Submission",
+    "choose_async_backend",
+    "choose_backend",
+]
+
+_LAZY = {
+    "AsyncControllerBackend": "jobset_core.backends.controller",
+    "ControllerBackend": "jobset_core.backends.controller",
+    "BackendChoice": "jobset_core.backends.auto",
+    "choose_async_backend": "jobset_core.backends.auto",
+    "choose_backend": "jobset_core.backends.auto",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
