@@ -1,0 +1,551 @@
+"""The native backend: its pure pass planner, then the sync and async backends on the devcluster.
+
+The first half drives :func:`plan_pass` (the core planner applied to an anchor and the Jobs it
+owns) through the steps of a run, with Jobs as the API returns them. The second half runs real
+JobSets with :class:`NativeBackend` and :class:`AsyncNativeBackend` through one test body
+(:class:`Twin` awaits what the async backend returns) on the local control plane; pods are
+scripted with the devcluster annotations (``tests/cluster/README.md``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+import pytest
+
+from jobset_core import labels
+from jobset_core.backends._anchor import (
+    STATUS_KEY,
+    Anchor,
+    build_anchor,
+    parse_anchor,
+)
+from jobset_core.backends._native_exec import (
+    PodChoice,
+    child_views,
+    default_pod,
+    outcome_of,
+    pick_pod,
+    plan_pass,
+    restarting_outcome,
+    termination_message,
+)
+from jobset_core.models import JobSet, JobSetStatus
+from jobset_core.outcome import Phase
+from jobset_core.policy import conditions as c
+
+UID = "anchor-uid-1"
+NOW = _dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc)
+LONG_AGO = "2025-01-02T02:00:00Z"
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def rjob(name: str, replicas: int = 1, **extra: Any) -> dict[str, Any]:
+    pod = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {"spec": {"backoffLimit": 0, "template": pod}},
+        **extra,
+    }
+
+
+def make_anchor(*rjobs: dict[str, Any], status: JobSetStatus | None = None, **spec: Any) -> Anchor:
+    js = JobSet.model_validate(
+        {"metadata": {"name": "demo"}, "spec": {"replicatedJobs": list(rjobs), **spec}}
+    )
+    body = build_anchor(js, "ns")
+    if status is not None:
+        body["data"][STATUS_KEY] = json.dumps(status.to_dict())
+    body["metadata"].update(
+        {"uid": UID, "resourceVersion": "7", "creationTimestamp": "2025-01-02T03:00:00Z"}
+    )
+    return parse_anchor(body)
+
+
+def api_job(
+    rjob_name: str,
+    index: int = 0,
+    *,
+    attempt: int = 0,
+    owner: tuple[str, str, str] = ("v1", "ConfigMap", UID),
+    finished: str | None = None,
+    reason: str = "BackoffLimitExceeded",
+    when: str = "2025-01-02T03:04:00Z",
+    suspend: bool = False,
+    ready: int = 0,
+    active: int = 0,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    name = f"demo-{rjob_name}-{index}"
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}-{attempt}",
+        "labels": {
+            labels.JOBSET_NAME: "demo",
+            labels.REPLICATED_JOB_NAME: rjob_name,
+            labels.JOB_INDEX: str(index),
+            labels.RESTART_ATTEMPT: str(attempt),
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": owner[0],
+                "kind": owner[1],
+                "name": "demo",
+                "uid": owner[2],
+                "controller": True,
+            }
+        ],
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2025-01-02T03:04:04Z"
+    status: dict[str, Any] = {"ready": ready, "active": active}
+    if finished is not None:
+        status["conditions"] = [
+            {
+                "type": finished,
+                "status": "True",
+                "reason": reason if finished == "Failed" else "",
+                "lastTransitionTime": when,
+            }
+        ]
+        status["succeeded" if finished == "Complete" else "failed"] = 1
+    return {"metadata": meta, "spec": {"parallelism": 1, "suspend": suspend}, "status": status}
+
+
+def restarted(restarts: int, towards_max: int | None = None) -> JobSetStatus:
+    return JobSetStatus(
+        restarts=restarts,
+        restarts_count_towards_max=restarts if towards_max is None else towards_max,
+    )
+
+
+def finished_status(kind: str, when: str = LONG_AGO) -> JobSetStatus:
+    reason = c.ALL_JOBS_COMPLETED if kind == "Completed" else c.FAILED_JOBS
+    return JobSetStatus.model_validate(
+        {
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": reason.reason,
+                    "message": reason.message,
+                    "lastTransitionTime": when,
+                }
+            ],
+            "terminalState": kind,
+            "restarts": 0,
+        }
+    )
+
+
+def names(jobs: Any) -> list[str]:
+    return [job["metadata"]["name"] for job in jobs]
+
+
+def written_status(step: Any) -> dict[str, Any]:
+    assert step.status_patch is not None
+    assert step.status_patch["metadata"] == {"resourceVersion": "7"}
+    data: dict[str, Any] = json.loads(step.status_patch["data"][STATUS_KEY])
+    return data
+
+
+# --------------------------------------------------------------------------- pure passes
+
+
+def test_first_pass_creates_service_and_every_job_owned_by_the_anchor() -> None:
+    anchor = make_anchor(rjob("a", 2), rjob("b"))
+    step = plan_pass(anchor, [], NOW)
+    assert names(step.create_jobs) == ["demo-a-0", "demo-a-1", "demo-b-0"]
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "demo",
+        "uid": UID,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    for job in step.create_jobs:
+        assert job["metadata"]["ownerReferences"] == [owner]
+        assert job["metadata"]["labels"][labels.RESTART_ATTEMPT] == "0"
+        assert job["metadata"]["labels"][labels.JOBSET_UID] == UID
+        assert job["spec"]["suspend"] is False
+    assert step.service is not None
+    assert step.service["metadata"]["name"] == "demo"
+    assert step.service["metadata"]["ownerReferences"] == [owner]
+    assert written_status(step)["restarts"] == 0
+    assert step.acted and step.restart is None and not step.delete_anchor
+
+
+def test_create_false_plans_no_service_and_no_job() -> None:
+    step = plan_pass(make_anchor(rjob("a")), [], NOW, create=False)
+    assert step.create_jobs == () and step.service is None
+
+
+def test_jobs_of_other_owners_are_not_the_runs() -> None:
+    anchor = make_anchor(rjob("a", 3))
+    jobs = [
+        api_job("a", 0),
+        api_job("a", 1, owner=("v1", "ConfigMap", "older-anchor")),
+        api_job("a", 2, owner=("jobset.x-k8s.io/v1alpha2", "JobSet", UID)),
+    ]
+    assert [view.name for view in child_views(anchor, jobs)] == ["demo-a-0"]
+    assert all(view.owner_uid == UID for view in child_views(anchor, jobs))
+
+
+def test_nothing_to_do_writes_nothing() -> None:
+    jobs = [api_job("a", active=1)]
+    first = plan_pass(make_anchor(rjob("a")), jobs, NOW)
+    settled = make_anchor(rjob("a"), status=JobSetStatus.model_validate(written_status(first)))
+    step = plan_pass(settled, jobs, NOW)
+    assert step.create_jobs == () and step.status_patch is None and not step.acted
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "counters", "outcome", "reason"),
+    [
+        pytest.param({}, None, (0, 0), "Fail", c.FAILED_JOBS.reason, id="no-policy-fails"),
+        pytest.param(
+            {"failurePolicy": {"maxRestarts": 2}}, None, (1, 1), "Restart", None, id="restart-1"
+        ),
+        pytest.param(
+            {"failurePolicy": {"maxRestarts": 2}},
+            restarted(2),
+            (2, 2),
+            "Fail",
+            c.REACHED_MAX_RESTARTS.reason,
+            id="max-reached",
+        ),
+        pytest.param(
+            {
+                "failurePolicy": {
+                    "maxRestarts": 0,
+                    "rules": [{"name": "r", "action": "RestartJobSetAndIgnoreMaxRestarts"}],
+                }
+            },
+            restarted(3, 0),
+            (4, 0),
+            "Restart",
+            None,
+            id="ignore-max",
+        ),
+        pytest.param(
+            {
+                "failurePolicy": {
+                    "maxRestarts": 5,
+                    "rules": [
+                        {
+                            "name": "r",
+                            "action": "FailJobSet",
+                            "onJobFailureReasons": ["BackoffLimitExceeded"],
+                        }
+                    ],
+                }
+            },
+            None,
+            (0, 0),
+            "Fail",
+            c.FAIL_JOBSET_ACTION.reason,
+            id="fail-jobset-rule",
+        ),
+    ],
+)
+def test_failed_job_applies_the_failure_policy(
+    spec: dict[str, Any],
+    status: JobSetStatus | None,
+    counters: tuple[int, int],
+    outcome: str,
+    reason: str | None,
+) -> None:
+    attempt = status.restarts or 0 if status else 0
+    anchor = make_anchor(rjob("a", 2), status=status, **spec)
+    jobs = [api_job("a", 0, attempt=attempt, finished="Failed"), api_job("a", 1, attempt=attempt)]
+    step = plan_pass(anchor, jobs, NOW)
+    assert step.plan.failure is not None and step.plan.failure.outcome == outcome
+    assert step.create_jobs == () and step.delete_jobs == ()
+    written = written_status(step)
+    assert (written["restarts"], written.get("restartsCountTowardsMax", 0)) == counters
+    assert (step.restart is not None) == (outcome == "Restart")
+    if reason is not None:
+        assert written["terminalState"] == "Failed"
+        failed = next(x for x in written["conditions"] if x["type"] == "Failed")
+        assert failed["reason"] == reason
+        assert failed["message"].endswith("(first failed job: demo-a-0)")
+
+
+def test_after_a_restart_the_previous_attempt_is_deleted_then_recreated() -> None:
+    anchor = make_anchor(rjob("a", 2), status=restarted(1), failurePolicy={"maxRestarts": 2})
+    previous = [api_job("a", 0, finished="Failed"), api_job("a", 1, active=1)]
+    step = plan_pass(anchor, previous, NOW)
+    assert [(d.name, d.uid, d.reason) for d in step.delete_jobs] == [
+        ("demo-a-0", "uid-demo-a-0-0", "PreviousAttempt"),
+        ("demo-a-1", "uid-demo-a-1-0", "PreviousAttempt"),
+    ]
+    assert step.create_jobs == ()  # Recreate: the old names still exist
+
+    half_gone = [api_job("a", 1, active=1, deleting=True)]
+    step = plan_pass(anchor, half_gone, NOW)
+    assert step.delete_jobs == ()  # already being deleted
+    assert names(step.create_jobs) == ["demo-a-0"]
+    assert step.create_jobs[0]["metadata"]["labels"][labels.RESTART_ATTEMPT] == "1"
+
+    step = plan_pass(anchor, [], NOW)
+    assert names(step.create_jobs) == ["demo-a-0", "demo-a-1"]
+
+
+def test_blocking_recreate_waits_for_every_previous_job() -> None:
+    anchor = make_anchor(
+        rjob("a", 2),
+        status=restarted(1),
+        failurePolicy={"maxRestarts": 2, "restartStrategy": "BlockingRecreate"},
+    )
+    step = plan_pass(anchor, [api_job("a", 1, active=1, deleting=True)], NOW)
+    assert step.create_jobs == ()
+    gates = step.plan.creation.gates if step.plan.creation else ()
+    assert [g.reason for g in gates] == ["BlockingRecreate"]
+    assert names(plan_pass(anchor, [], NOW).create_jobs) == ["demo-a-0", "demo-a-1"]
+
+
+def test_return_mode_pass_deletes_but_does_not_recreate() -> None:
+    anchor = make_anchor(rjob("a"), status=restarted(1), failurePolicy={"maxRestarts": 2})
+    step = plan_pass(anchor, [api_job("a", finished="Failed")], NOW, create=False)
+    assert [d.name for d in step.delete_jobs] == ["demo-a-0"]
+    assert step.create_jobs == ()
+
+
+def test_success_policy_any_with_targets() -> None:
+    anchor = make_anchor(
+        rjob("driver"),
+        rjob("workers", 2),
+        successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]},
+    )
+    jobs = [api_job("driver", finished="Complete"), api_job("workers", 0, active=1)]
+    step = plan_pass(anchor, jobs, NOW)
+    assert written_status(step)["terminalState"] == "Completed"
+    assert step.plan.stage == "Completed"
+    finished = make_anchor(
+        rjob("driver"),
+        rjob("workers", 2),
+        status=JobSetStatus.model_validate(written_status(step)),
+    )
+    step = plan_pass(finished, jobs, NOW)
+    assert step.plan.stage == "Finished"
+    assert [(d.name, d.reason) for d in step.delete_jobs] == [("demo-workers-0", "JobSetFinished")]
+
+
+def test_in_order_startup_creates_one_replicated_job_at_a_time() -> None:
+    anchor = make_anchor(
+        rjob("first", 2), rjob("second"), startupPolicy={"startupPolicyOrder": "InOrder"}
+    )
+    assert names(plan_pass(anchor, [], NOW).create_jobs) == ["demo-first-0", "demo-first-1"]
+    starting = [api_job("first", 0, ready=1, active=1), api_job("first", 1, active=1)]
+    status = JobSetStatus.model_validate(written_status(plan_pass(anchor, starting, NOW)))
+    anchor = make_anchor(
+        rjob("first", 2),
+        rjob("second"),
+        status=status,
+        startupPolicy={"startupPolicyOrder": "InOrder"},
+    )
+    assert plan_pass(anchor, starting, NOW).create_jobs == ()
+    ready = [api_job("first", i, ready=1, active=1) for i in range(2)]
+    assert names(plan_pass(anchor, ready, NOW).create_jobs) == ["demo-second-0"]
+
+
+def test_depends_on_complete_waits_for_success() -> None:
+    spec = [rjob("init"), rjob("main", dependsOn=[{"name": "init", "status": "Complete"}])]
+    anchor = make_anchor(*spec)
+    assert names(plan_pass(anchor, [], NOW).create_jobs) == ["demo-init-0"]
+    running = [api_job("init", ready=1, active=1)]
+    anchor = make_anchor(
+        *spec, status=JobSetStatus.model_validate(written_status(plan_pass(anchor, running, NOW)))
+    )
+    assert plan_pass(anchor, running, NOW).create_jobs == ()
+    done = [api_job("init", finished="Complete")]
+    assert names(plan_pass(anchor, done, NOW).create_jobs) == ["demo-main-0"]
+
+
+def test_suspended_run_creates_suspended_jobs_and_suspends_running_ones() -> None:
+    anchor = make_anchor(rjob("a", 2), suspend=True)
+    step = plan_pass(anchor, [], NOW)
+    assert [job["spec"]["suspend"] for job in step.create_jobs] == [True, True]
+    assert any(x["type"] == "Suspended" for x in written_status(step)["conditions"])
+    step = plan_pass(anchor, [api_job("a", 0, active=1), api_job("a", 1, suspend=True)], NOW)
+    assert step.suspend_jobs == ("demo-a-0",)
+
+
+def test_resumed_run_resumes_suspended_jobs() -> None:
+    anchor = make_anchor(rjob("a", 2), suspend=False)
+    step = plan_pass(anchor, [api_job("a", 0, suspend=True), api_job("a", 1, suspend=True)], NOW)
+    assert step.resume_jobs == ("demo-a-0", "demo-a-1")
+    assert plan_pass(anchor, [], NOW, create=False).resume_jobs == ()
+
+
+@pytest.mark.parametrize(
+    ("ttl", "when", "delete", "remaining"),
+    [
+        pytest.param(None, LONG_AGO, False, None, id="no-ttl"),
+        pytest.param(0, LONG_AGO, True, None, id="expired"),
+        pytest.param(60, "2025-01-02T03:04:00Z", False, 55.0, id="not-yet"),
+    ],
+)
+def test_ttl_after_finished(
+    ttl: int | None, when: str, delete: bool, remaining: float | None
+) -> None:
+    spec = {} if ttl is None else {"ttlSecondsAfterFinished": ttl}
+    anchor = make_anchor(rjob("a"), status=finished_status("Completed", when), **spec)
+    step = plan_pass(anchor, [api_job("a", finished="Complete")], NOW)
+    assert step.plan.stage == "Finished"
+    assert step.delete_anchor is delete
+    assert step.ttl_remaining == remaining
+    assert step.create_jobs == ()
+
+
+# --------------------------------------------------------------------------- outcome and pods
+
+
+@pytest.mark.parametrize(
+    ("status", "jobs_counts", "phase"),
+    [
+        pytest.param(JobSetStatus(), {}, Phase.PENDING, id="pending"),
+        pytest.param(
+            JobSetStatus.model_validate(
+                {"replicatedJobsStatus": [{"name": "a", "active": 1}], "restarts": 0}
+            ),
+            {"active": 1},
+            Phase.RUNNING,
+            id="running",
+        ),
+        pytest.param(finished_status("Completed"), {}, Phase.COMPLETED, id="completed"),
+        pytest.param(finished_status("Failed"), {}, Phase.FAILED, id="failed"),
+        pytest.param(
+            JobSetStatus.model_validate(
+                {
+                    "conditions": [
+                        {
+                            "type": "Suspended",
+                            "status": "True",
+                            "reason": "SuspendedJobs",
+                            "message": "jobset is suspended",
+                            "lastTransitionTime": LONG_AGO,
+                        }
+                    ]
+                }
+            ),
+            {},
+            Phase.SUSPENDED,
+            id="suspended",
+        ),
+        pytest.param(
+            JobSetStatus.model_validate(
+                {
+                    "restarts": 1,
+                    "conditions": [
+                        {
+                            "type": "RestartingJobSet",
+                            "status": "True",
+                            "reason": "DefaultFailurePolicy",
+                            "message": "x (first failed job: demo-a-0)",
+                            "lastTransitionTime": LONG_AGO,
+                        }
+                    ],
+                }
+            ),
+            {},
+            Phase.RESTARTING,
+            id="restarting",
+        ),
+    ],
+)
+def test_outcome_phase(status: JobSetStatus, jobs_counts: dict[str, int], phase: Phase) -> None:
+    outcome = outcome_of(make_anchor(rjob("a", 2), status=status))
+    assert outcome.phase is phase
+    assert outcome.backend == "native" and outcome.uid == UID
+    assert outcome.replicated_jobs[0].replicas == 2
+    assert outcome.replicated_jobs[0].active == jobs_counts.get("active", 0)
+    assert (outcome.terminal_state is not None) == phase.terminal
+    if phase is Phase.RESTARTING:
+        assert outcome.failed_job == "demo-a-0"
+        assert outcome.reason == "DefaultFailurePolicy"
+
+
+def test_terminal_outcome_has_timings() -> None:
+    outcome = outcome_of(make_anchor(rjob("a"), status=finished_status("Completed")))
+    assert outcome.created_at == "2025-01-02T03:00:00Z"
+    assert outcome.finished_at == LONG_AGO
+    assert outcome.duration_seconds == -3600.0  # LONG_AGO precedes creation in this fixture
+    assert outcome.reason == c.ALL_JOBS_COMPLETED.reason
+
+
+def test_restarting_outcome_names_the_failed_job() -> None:
+    anchor = make_anchor(rjob("a"), failurePolicy={"maxRestarts": 1})
+    step = plan_pass(anchor, [api_job("a", finished="Failed")], NOW)
+    assert step.restart is not None
+    outcome = restarting_outcome(anchor, step.restart)
+    assert outcome.phase is Phase.RESTARTING and outcome.terminal_state is None
+    assert outcome.failed_job == "demo-a-0"
+    assert outcome.reason == c.RESTARTING_DEFAULT_FAILURE_POLICY
+    assert outcome.message.endswith("(first failed job: demo-a-0)")
+
+
+@pytest.mark.parametrize(
+    ("spec", "asked", "expected"),
+    [
+        pytest.param({}, (None, 0, 0), PodChoice("a", 0, 0), id="first-pod-of-first-rjob"),
+        pytest.param(
+            {"coordinator": {"replicatedJob": "b", "jobIndex": 1, "podIndex": 2}},
+            (None, 0, 0),
+            PodChoice("b", 1, 2),
+            id="coordinator",
+        ),
+        pytest.param(
+            {"coordinator": {"replicatedJob": "b"}},
+            ("a", 0, 1),
+            PodChoice("a", 0, 1),
+            id="asked-wins",
+        ),
+    ],
+)
+def test_default_pod(
+    spec: dict[str, Any], asked: tuple[Any, int, int], expected: PodChoice
+) -> None:
+    anchor = make_anchor(rjob("a"), rjob("b", 2), **spec)
+    assert default_pod(anchor.jobset, *asked) == expected
+
+
+def pod(index: int, attempt: int, created: str, message: str | None = None) -> dict[str, Any]:
+    state = {"terminated": {"exitCode": 0, "message": message}} if message else {"running": {}}
+    return {
+        "metadata": {
+            "name": f"p-{index}-{attempt}-{created[-3:-1]}",
+            "creationTimestamp": created,
+            "labels": {
+                labels.JOB_COMPLETION_INDEX: str(index),
+                labels.RESTART_ATTEMPT: str(attempt),
+            },
+        },
+        "status": {"containerStatuses": [{"name": "c", "state": state}]},
+    }
+
+
+def test_pick_pod_prefers_latest_attempt_then_newest() -> None:
+    pods = [
+        pod(0, 1, "2025-01-02T03:00:10Z"),
+        pod(0, 0, "2025-01-02T03:00:50Z"),
+        pod(0, 1, "2025-01-02T03:00:20Z"),
+        pod(1, 2, "2025-01-02T03:00:30Z"),
+    ]
+    chosen = pick_pod(pods, PodChoice("a", 0, 0))
+    assert chosen is not None and chosen["metadata"]["name"] == "p-0-1-20"
+    assert pick_pod(pods, PodChoice("a", 0, 3)) is None
+
+
+def test_termination_message() -> None:
+    assert termination_message(pod(0, 0, "2025-01-02T03:00:10Z", '{"loss": 0.1}')) == (
+        '{"loss": 0.1}'
+    )
+    assert termination_message(pod(0, 0, "2025-01-02T03:00:10Z")) is None
