@@ -283,8 +283,8 @@ class JobSetClient:
     def patch_config_map(
         self, name: str, patch: Body, *, namespace: str, patch_type: PatchType = "merge"
     ) -> Obj:
-        """Patch a ConfigMap (a ``test`` op on ``/metadata/resourceVersion`` in a JSON patch
-        makes it a compare-and-swap)."""
+        """Patch a ConfigMap. A merge patch carrying ``metadata.resourceVersion`` is a
+        compare-and-swap: :class:`~jobset_core.errors.Conflict` when the object moved on."""
         return self._patch(CONFIG_MAP, namespace, name, patch, patch_type)
 
     def delete_config_map(
