@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from jobset_core.models import JobSet
+from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Backend, Outcome, Progress
 
 __all__ = [
@@ -88,6 +88,13 @@ class BackendProtocol(Protocol):
         """A snapshot (``terminal_state`` is ``None`` while it runs)."""
         ...
 
+    def jobset_status(self, handle: Handle) -> JobSetStatus:
+        """The run's status in the JobSet status shape (conditions, terminalState, restarts,
+        restartsCountTowardsMax, replicatedJobsStatus): the controller's for ``controller``,
+        the one the backend keeps on its anchor for ``native``. ``jobsetctl status -o json``
+        prints it."""
+        ...
+
     def wait(
         self,
         handle: Handle,
@@ -150,6 +157,8 @@ class AsyncBackendProtocol(Protocol):
     ) -> Handle: ...
 
     async def status(self, handle: Handle) -> Outcome: ...
+
+    async def jobset_status(self, handle: Handle) -> JobSetStatus: ...
 
     async def wait(
         self,
