@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import Problem, SpecError
 from jobset_core.models import JobSet, load_jobset
-from jobset_core.validation import _job, _jobset, _k8s_schema
+from jobset_core.validation import _job, _jobset, _k8s_schema, _pod
 from jobset_core.validation._common import Collector, as_map, as_str, sort_problems
 
 __all__ = ["FEATURE_GATES", "ensure_valid", "validate"]
@@ -60,7 +60,7 @@ def validate(
     out = Collector()
     out.problems.extend(_model_problems(jobset, allow_unknown_fields))
     defaulted = with_defaults(jobset)
-    _job.check_metadata(out, jobset.metadata.to_dict(), ("metadata",))
+    _pod.check_metadata(out, jobset.metadata.to_dict(), ("metadata",))
     _jobset.check_jobset(out, defaulted, gates)
     claims = _claim_names(defaulted)
     for index, (raw, rjob) in enumerate(
@@ -76,7 +76,7 @@ def validate(
             )
         )
         if rjob.template.metadata is not None:
-            _job.check_metadata(out, rjob.template.metadata.to_dict(), (*loc, "metadata"))
+            _pod.check_metadata(out, rjob.template.metadata.to_dict(), (*loc, "metadata"))
         _job.check_job_spec(
             out,
             rjob.template.spec,

@@ -8,12 +8,21 @@ an empty container) for it, so no rule crashes on malformed input.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from jobset_core.errors import Problem, format_path
 
-__all__ = ["Collector", "Loc", "as_int", "as_list", "as_map", "as_str", "sort_problems"]
+__all__ = [
+    "Collector",
+    "Loc",
+    "as_int",
+    "as_list",
+    "as_map",
+    "as_str",
+    "sort_problems",
+    "unsupported",
+]
 
 Loc = tuple[str | int, ...]
 
@@ -71,3 +80,9 @@ def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
     """Deduplicated problems in field-path order (indexes compared as numbers)."""
     unique = {(p.path, p.message, p.rule): p for p in problems}
     return sorted(unique.values(), key=_path_key)
+
+
+def unsupported(value: Any, supported: Collection[str]) -> str:
+    """The API server's ``NotSupported`` message."""
+    shown = ", ".join(f'"{item}"' for item in sorted(supported))
+    return f"Unsupported value: {value!r}: supported values: {shown}"

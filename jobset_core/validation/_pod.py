@@ -1,0 +1,150 @@
+"""A subset of Kubernetes' pod-template validation (``pkg/apis/core/validation``, v1.36).
+
+What a Job's pod template most often gets wrong: no containers, container names, images,
+pull policies, ports, env names, volume names and mounts, label and annotation syntax. Mounts
+may name a ``volumeClaimPolicies`` template: the JobSet controller adds that volume. Not
+mirrored: resources (requests <= limits), probes, security contexts, affinity, topology
+spread, DNS config, volume sources, tolerations, resource claims, scheduling gates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from jobset_core.validation import _names
+from jobset_core.validation._common import (
+    Collector,
+    Loc,
+    as_int,
+    as_list,
+    as_map,
+    as_str,
+    unsupported,
+)
+
+__all__ = ["check_metadata", "check_pod_spec"]
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def check_metadata(out: Collector, metadata: Mapping[str, Any], loc: Loc) -> None:
+    """Label keys and values, annotation keys (``ValidateObjectMeta``)."""
+    for key, value in as_map(metadata.get("labels")).items():
+        out.extend((*loc, "labels", key), _names.qualified_name(str(key)), "label-key")
+        if isinstance(value, str):
+            out.extend((*loc, "labels", key), _names.label_value(value), "label-value")
+    for key in as_map(metadata.get("annotations")):
+        out.extend((*loc, "annotations", key), _names.qualified_name(str(key)), "annotation-key")
+
+
+def check_pod_spec(
+    out: Collector, pod: Mapping[str, Any], loc: Loc, claim_names: Collection[str]
+) -> None:
+    if (
+        "containers" in pod
+        and not as_list(pod.get("containers"))
+        and isinstance(pod.get("containers"), list)
+    ):
+        out.add(
+            (*loc, "containers"),
+            "Required value: a Job's pod needs at least one container",
+            "pod-containers",
+        )
+    # Duplicates inside one list (volumes, containers) are reported by the schema check: the
+    # CRD declares those lists as maps keyed by name.
+    volumes = set(claim_names)
+    for index, raw in enumerate(as_list(pod.get("volumes"))):
+        name = as_str(as_map(raw).get("name"))
+        if name is not None:
+            out.extend(
+                (*loc, "volumes", index, "name"), _names.dns1123_label(name), "pod-volume-name"
+            )
+            volumes.add(name)
+    earlier: set[str] = set()
+    for key in _CONTAINER_LISTS:
+        current: set[str] = set()
+        for index, raw in enumerate(as_list(pod.get(key))):
+            _check_container(out, as_map(raw), (*loc, key, index), earlier, volumes)
+            current.add(str(as_map(raw).get("name")))
+        earlier |= current
+    for key, value in as_map(pod.get("nodeSelector")).items():
+        out.extend((*loc, "nodeSelector", key), _names.qualified_name(str(key)), "label-key")
+        if isinstance(value, str):
+            out.extend((*loc, "nodeSelector", key), _names.label_value(value), "label-value")
+
+
+def _check_container(
+    out: Collector, ctr: Mapping[str, Any], loc: Loc, names: set[str], volumes: set[str]
+) -> None:
+    name = as_str(ctr.get("name"))
+    if name:
+        out.extend((*loc, "name"), _names.dns1123_label(name), "container-name")
+        if name in names:
+            out.add(
+                (*loc, "name"),
+                f"Duplicate value: {name!r} (container names are unique across containers, "
+                "initContainers and ephemeralContainers)",
+                "container-name",
+            )
+    elif name == "":
+        out.add((*loc, "name"), "Required value", "container-name")
+    if not ctr.get("image"):
+        out.add((*loc, "image"), "Required value", "container-image")
+    pull = ctr.get("imagePullPolicy")
+    if pull is not None and pull not in _PULL_POLICIES:
+        out.add(
+            (*loc, "imagePullPolicy"),
+            unsupported(pull, _PULL_POLICIES),
+            "container-image-pull-policy",
+        )
+    _check_ports(out, as_list(ctr.get("ports")), (*loc, "ports"))
+    for index, raw in enumerate(as_list(ctr.get("env"))):
+        if as_map(raw).get("name") == "":
+            out.add((*loc, "env", index, "name"), "Required value", "container-env")
+    for index, raw in enumerate(as_list(ctr.get("volumeMounts"))):
+        mount = as_map(raw)
+        mount_name = as_str(mount.get("name"))
+        if mount_name is not None and mount_name not in volumes:
+            out.add(
+                (*loc, "volumeMounts", index, "name"),
+                f"Not found: {mount_name!r} "
+                "(no volume or volumeClaimPolicies template of that name)",
+                "container-volume-mount",
+            )
+        if mount.get("mountPath") == "":
+            out.add(
+                (*loc, "volumeMounts", index, "mountPath"),
+                "Required value",
+                "container-volume-mount",
+            )
+
+
+def _check_ports(out: Collector, ports: list[Any], loc: Loc) -> None:
+    names: set[str] = set()
+    for index, raw in enumerate(ports):
+        port, port_loc = as_map(raw), (*loc, index)
+        name = as_str(port.get("name"))
+        if name:
+            errors = _names.port_name(name)
+            out.extend((*port_loc, "name"), errors, "container-port")
+            if not errors and name in names:
+                out.add((*port_loc, "name"), f"Duplicate value: {name!r}", "container-port")
+            names.add(name)
+        for key in ("containerPort", "hostPort"):
+            number = as_int(port.get(key))
+            if (
+                number is not None
+                and not (key == "hostPort" and number == 0)
+                and not 1 <= number <= 65535
+            ):
+                out.add(
+                    (*port_loc, key), "must be between 1 and 65535, inclusive", "container-port"
+                )
+        protocol = port.get("protocol")
+        if protocol is not None and protocol not in _PORT_PROTOCOLS:
+            out.add(
+                (*port_loc, "protocol"), unsupported(protocol, _PORT_PROTOCOLS), "container-port"
+            )
