@@ -89,18 +89,26 @@ def render(
             job_restart_attempts=job_restart_attempts,
         )
     )
-    return RenderedJobSet(service=headless_service(js, namespace, owner=owner_ref), jobs=jobs)
+    return RenderedJobSet(service=_headless_service(js, namespace, owner_ref), jobs=jobs)
 
 
 def headless_service(
-    jobset: JobSet, namespace: str, *, owner: Mapping[str, Any] | None = None
+    jobset: JobSet, namespace: str, *, owner: OwnerReference | Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
     """The headless Service (``createHeadlessSvcIfNecessary``); ``None`` without DNS hostnames.
 
-    ``jobset`` must already carry its defaults. Named after the subdomain, selecting every pod of
-    the JobSet, no ports and no labels; ``publishNotReadyAddresses`` appears only when true, as
-    on the wire.
+    Named after the subdomain, selecting every pod of the JobSet, no ports and no labels;
+    ``publishNotReadyAddresses`` appears only when true, as on the wire. The defaults are applied
+    first (DNS hostnames are on unless the JobSet turns them off). ``owner`` is the Service's
+    owner reference (none when ``None``).
     """
+    owner_ref = _owner(owner, jobset.name, "") if owner is not None else None
+    return _headless_service(with_defaults(jobset), namespace, owner_ref)
+
+
+def _headless_service(
+    jobset: JobSet, namespace: str, owner: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
     network = jobset.spec.network
     if network is None or not network.enable_dns_hostnames:
         return None

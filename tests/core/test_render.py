@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from jobset_core.render import (
     PLACEMENTS,
     RenderedJobSet,
     exclusive_affinity_terms,
+    headless_service,
     jobset_owner_reference,
     render,
 )
@@ -478,6 +480,35 @@ def test_headless_service(publish: bool | None, expected: dict[str, bool]) -> No
     }
 
 
+@pytest.mark.parametrize(
+    ("network", "owner", "expected_name"),
+    [
+        (None, None, "test-js"),
+        (
+            {"subdomain": "net"},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "u"},
+            "net",
+        ),
+        ({"enableDNSHostnames": False}, None, None),
+    ],
+    ids=["undefaulted-jobset", "custom-subdomain-with-owner", "dns-off"],
+)
+def test_headless_service_alone_applies_defaults(
+    network: dict[str, Any] | None, owner: dict[str, str] | None, expected_name: str | None
+) -> None:
+    spec = {} if network is None else {"network": network}
+    js = make_jobset(rjob("rj", 1), **spec)
+    service = headless_service(js, NS, owner=owner)
+    if expected_name is None:
+        assert service is None
+        return
+    assert service is not None
+    assert service["metadata"]["name"] == expected_name
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["metadata"].get("ownerReferences") == ([owner] if owner else None)
+    assert service == render(js, NS, owner=owner).service
+
+
 def test_coordinator_label_on_every_job() -> None:
     js = make_jobset(
         rjob("driver", 1),
@@ -782,6 +813,13 @@ def test_affinity_placement_changes_nothing_without_exclusive_topology() -> None
 
 
 # --- purity, errors, the result value --------------------------------------------------------
+
+
+def test_public_names_are_exact_and_sorted() -> None:
+    # ``jobset_core.render`` the attribute is the function (re-exported by the package).
+    for module in map(importlib.import_module, ("jobset_core.render", "jobset_core.naming")):
+        assert module.__all__ == sorted(module.__all__)
+        assert all(hasattr(module, name) for name in module.__all__)
 
 
 def test_render_is_pure_and_order_stable() -> None:
