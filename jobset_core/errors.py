@@ -156,9 +156,11 @@ class Invalid(ApiError):
         """The server's causes as problems (field path and message)."""
         out = []
         for cause in self.details.get("causes") or []:
+            field_path = str(cause.get("field") or "")
             out.append(
                 Problem(
-                    path=str(cause.get("field", "")),
+                    # The JobSet webhook reports causes without a field ("<nil>").
+                    path="" if field_path == "<nil>" else field_path,
                     message=str(cause.get("message", "")),
                     rule=str(cause.get("reason", "")),
                 )
