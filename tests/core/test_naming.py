@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -199,3 +200,69 @@ def test_dns1035_label_errors(value: str, expected: list[str]) -> None:
 )
 def test_label_value_errors(value: str, expected: list[str]) -> None:
     assert naming.label_value_errors(value) == expected
+
+
+# --- the same messages from the real API server and JobSet webhook (devcluster) ---------------
+
+
+def _rejection(create: Any) -> str:
+    from kubernetes.client.rest import ApiException
+
+    try:
+        create()
+    except ApiException as err:
+        assert err.status == 422, err.body
+        message: str = json.loads(err.body)["message"]
+        return message
+    pytest.fail("the API server accepted it")
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    "value", ["-a", "a" * 64, "é", "a b"], ids=["dash", "long", "utf8", "space"]
+)
+def test_label_value_messages_match_the_api_server(value: str, devcluster: Any) -> None:
+    body = {"metadata": {"name": "probe", "labels": {"k": value}}}
+    message = _rejection(
+        lambda: devcluster.core.create_namespaced_config_map("default", body, dry_run="All")
+    )
+    errors = naming.label_value_errors(value)
+    assert errors
+    assert all(error in message for error in errors), message
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("value", ["a.b", "-a", "Bad_Name"], ids=["dots", "dash", "upper"])
+def test_dns1123_label_messages_match_the_api_server(value: str, devcluster: Any) -> None:
+    body = {"metadata": {"name": value}}
+    message = _rejection(lambda: devcluster.core.create_namespace(body, dry_run="All"))
+    errors = naming.dns1123_label_errors(value)
+    assert errors
+    assert all(f'metadata.name: Invalid value: "{value}": {e}' in message for e in errors), message
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("group", ["Bad", "1group", "g-"], ids=["upper", "digit-first", "dash-end"])
+def test_dns1035_label_messages_match_the_jobset_webhook(group: str, devcluster: Any) -> None:
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "probe"},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "groupName": group,
+                    "template": {
+                        "spec": {
+                            "template": {"spec": {"containers": [{"name": "m", "image": "x"}]}}
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    message = _rejection(lambda: devcluster.create_jobset("default", body, dry_run=True))
+    errors = naming.dns1035_label_errors(group)
+    assert errors
+    assert all(error in message for error in errors), message
