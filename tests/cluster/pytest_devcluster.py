@@ -21,6 +21,7 @@ Needs the ``kubernetes`` Python client (30.x-37.x) only when a cluster test runs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -50,6 +51,30 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cluster: needs the local control plane (devcluster); started by the session fixture",
     )
+
+
+_BUILD_ERROR: list[str] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the binaries (if needed) before any test runs.
+
+    A cold build takes many minutes; done here it is not counted by per-test timeouts.
+    """
+    if session.config.option.collectonly or os.environ.get("DEVCLUSTER_KUBECONFIG"):
+        return
+    if not any(item.get_closest_marker("cluster") for item in session.items):
+        return
+    if _healthy(_state_dir()):
+        return
+    cmd = [sys.executable, str(DEVCLUSTER_PY), "build"]
+    capman = session.config.pluginmanager.getplugin("capturemanager")
+    ctx = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
+    with ctx:
+        sys.stderr.write("\n[pytest-devcluster] build (cached binaries are reused)\n")
+        proc = subprocess.run(cmd, check=False, stdout=sys.stderr, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        _BUILD_ERROR.append(f"`devcluster.py build` failed (exit {proc.returncode}); see above")
 
 
 @pytest.fixture(autouse=True)
@@ -259,6 +284,8 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
         yield dc
         return
 
+    if _BUILD_ERROR:
+        pytest.fail(f"could not build the devcluster: {_BUILD_ERROR[0]}", pytrace=False)
     try:
         _run_devcluster(["up", "--owner-pid", str(os.getpid())], request, stream=True)
     except Exception as e:
