@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from jobset_core.errors import Problem, format_path
+from jobset_core.models import JobSet
 
 __all__ = [
     "Collector",
@@ -20,11 +21,14 @@ __all__ = [
     "as_list",
     "as_map",
     "as_str",
+    "effective_name",
     "sort_problems",
     "unsupported",
 ]
 
 Loc = tuple[str | int, ...]
+
+_GENERATED_SUFFIX = "abcde"  # the API server appends 5 random characters to generateName
 
 
 class Collector:
@@ -86,3 +90,11 @@ def unsupported(value: Any, supported: Collection[str]) -> str:
     """The API server's ``NotSupported`` message."""
     shown = ", ".join(f'"{item}"' for item in sorted(supported))
     return f"Unsupported value: {value!r}: supported values: {shown}"
+
+
+def effective_name(jobset: JobSet) -> str:
+    """The name the webhook sees: ``metadata.name``, or ``generateName`` plus 5 characters."""
+    if jobset.metadata.name:
+        return jobset.metadata.name
+    prefix = jobset.metadata.generate_name or ""
+    return prefix[: 63 - len(_GENERATED_SUFFIX)] + _GENERATED_SUFFIX if prefix else ""

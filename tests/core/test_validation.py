@@ -22,6 +22,8 @@ run): the real webhook and CRD must reject what we reject, and accept what we ac
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -919,6 +921,15 @@ def test_model_problems_for_jobset_fields_unknown_to_the_models() -> None:
     )
     assert [(p.path, p.rule) for p in validate(jobset)] == [("spec.fancy", "unknown-field")]
     assert validate(jobset, allow_unknown_fields=True) == []
+
+
+def test_importing_validation_does_not_import_the_kubernetes_client() -> None:
+    code = (
+        "import sys, jobset_core.validation, jobset_core.defaults; "
+        "clients = ('kubernetes', 'kubernetes_asyncio'); "
+        "assert not [m for m in sys.modules if m.split('.')[0] in clients]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_problems_are_problem_objects_with_rules() -> None:
