@@ -292,12 +292,21 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
         # `up` cleans up after itself when it fails; make sure nothing is left anyway.
         subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
         pytest.fail(f"could not start the devcluster: {e}", pytrace=False)
-    dc = DevCluster(kubeconfig=state / "kubeconfig", started_here=True, state_dir=state)
+    # `up` finds a cluster that another session started meanwhile healthy and leaves it alone:
+    # then it is not ours to stop.
+    try:
+        owner = json.loads((state / "state.json").read_text()).get("owner_pid")
+    except (OSError, ValueError):
+        owner = None
+    dc = DevCluster(
+        kubeconfig=state / "kubeconfig", started_here=owner == os.getpid(), state_dir=state
+    )
     try:
         _check_api(dc)
         yield dc
     finally:
-        _run_devcluster(["down"], request, stream=False)
+        if dc.started_here:
+            _run_devcluster(["down"], request, stream=False)
 
 
 @pytest.fixture
