@@ -36,8 +36,7 @@ __all__ = [
     "Anchor",
     "NotAnAnchor",
     "build_anchor",
-    "identity_mismatch",
-    "job_selector",
+    "not_an_anchor",
     "owner_reference",
     "parse_anchor",
     "status_patch",
@@ -129,7 +128,8 @@ def build_anchor(
     Args:
         jobset: The JobSet as the user wrote it.
         namespace: Where the run lives.
-        identity: Labels that say whose run this is (checked before adopting an existing one).
+        identity: The identity labels (:func:`jobset_core.backends._common.identity_labels`),
+            checked before an existing anchor is adopted.
     """
     defaulted = with_defaults(jobset)
     meta: dict[str, Any] = {"namespace": namespace}
@@ -156,10 +156,11 @@ def parse_anchor(obj: Mapping[str, Any]) -> Anchor:
     Raises:
         NotAnAnchor: The object lacks the marker label or its data does not parse.
     """
+    why = not_an_anchor(obj)
+    if why is not None:
+        raise NotAnAnchor(why)
     meta = obj.get("metadata") or {}
     obj_labels = dict(meta.get("labels") or {})
-    if obj_labels.get(ANCHOR_LABEL) != ANCHOR_VALUE or obj.get("kind", ANCHOR_KIND) != ANCHOR_KIND:
-        raise NotAnAnchor(f"it has no {ANCHOR_LABEL}={ANCHOR_VALUE} label")
     data = obj.get("data") or {}
     try:
         stored = json.loads(data[JOBSET_KEY])
@@ -185,25 +186,18 @@ def parse_anchor(obj: Mapping[str, Any]) -> Anchor:
     )
 
 
-def identity_mismatch(
-    obj: Mapping[str, Any], identity: Mapping[str, str] | None, uid: str | None
-) -> str | None:
-    """Why an existing ConfigMap may not be adopted as our anchor, or ``None`` when it may.
+def not_an_anchor(obj: Mapping[str, Any]) -> str | None:
+    """Why an existing object is not the anchor of a native run (``None`` when it is one).
 
-    Args:
-        obj: The existing ConfigMap.
-        identity: The identity labels the caller expects (each must be present and equal).
-        uid: The UID the caller expects, when known.
+    Whether it is *this* run's anchor is decided by its identity labels and UID
+    (:func:`jobset_core.backends._common.adoption_problem`).
     """
     meta = obj.get("metadata") or {}
     found = meta.get("labels") or {}
+    if obj.get("kind", ANCHOR_KIND) != ANCHOR_KIND:
+        return f"it is a {obj.get('kind')}, not a {ANCHOR_KIND}"
     if found.get(ANCHOR_LABEL) != ANCHOR_VALUE:
         return f"it is not a native JobSet anchor (no {ANCHOR_LABEL}={ANCHOR_VALUE} label)"
-    if uid and meta.get("uid") != uid:
-        return f"uid {meta.get('uid')} is not the expected {uid}"
-    for key, value in sorted((identity or {}).items()):
-        if found.get(key) != value:
-            return f"label {key}={found.get(key)!r} is not the expected {value!r}"
     return None
 
 
@@ -217,11 +211,6 @@ def owner_reference(anchor: Anchor) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def job_selector(name: str, uid: str) -> dict[str, str]:
-    """Label selector of the run's Jobs and pods: ``jobset-name`` and ``jobset-uid``."""
-    return {labels.JOBSET_NAME: name, labels.JOBSET_UID: uid}
 
 
 def status_patch(status: JobSetStatus, resource_version: str) -> dict[str, Any]:

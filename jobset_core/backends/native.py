@@ -9,8 +9,14 @@ JobSet status shape back to the anchor after every change (compare-and-swap on i
 ``resourceVersion``). Any process can read that status, and a new process resumes where the
 last one stopped. Deleting the anchor removes the run through garbage collection.
 
+Tracking: each pass lists the run's Jobs (label selector ``jobset-name`` + ``jobset-uid``);
+between passes a watch from the list's resourceVersion waits for the next Job event (a 410
+Gone or a dropped stream just leads to the next pass, which lists again). A pass that changed
+something is followed by another at once, like the controller's requeue.
+
 :class:`NativeBackend` (sync) and :class:`AsyncNativeBackend` are textual twins; every
-decision is made in the pure modules they share.
+decision is made in the pure modules they share (:mod:`._native_exec`, :mod:`._anchor`,
+:mod:`._common`).
 """
 
 from __future__ import annotations
@@ -21,30 +27,20 @@ import datetime as _dt
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any
 
-from jobset_core import naming
+from jobset_core import labels
+from jobset_core.backends import _common as common
 from jobset_core.backends._anchor import (
+    ANCHOR_KIND,
     Anchor,
-    NotAnAnchor,
     build_anchor,
-    identity_mismatch,
-    job_selector,
+    not_an_anchor,
     parse_anchor,
     suspend_patch,
 )
 from jobset_core.backends._base import Handle, OnRestart, ProgressCallback, Submission
-from jobset_core.backends._native_exec import (
-    NativePass,
-    PodChoice,
-    default_pod,
-    outcome_of,
-    pick_pod,
-    plan_pass,
-    pod_selector,
-    restarting_outcome,
-    termination_message,
-)
+from jobset_core.backends._native_exec import NativePass, plan_pass
 from jobset_core.client import AsyncJobSetClient, EventType, JobSetClient, Unreachable
 from jobset_core.errors import (
     ApiError,
@@ -55,11 +51,13 @@ from jobset_core.errors import (
     JobSetError,
     NotFound,
     Problem,
+    ServerError,
     SpecError,
+    TooManyRequests,
     WaitTimeout,
 )
-from jobset_core.models import JobSet
-from jobset_core.outcome import Backend, Outcome, Progress, decode_result
+from jobset_core.models import JobSet, JobSetStatus
+from jobset_core.outcome import Backend, Outcome
 from jobset_core.render import Placement
 from jobset_core.validation import ensure_valid
 
@@ -67,9 +65,11 @@ __all__ = ["MAX_CONCURRENT_CREATES", "AsyncNativeBackend", "NativeBackend"]
 
 #: Upstream's ``maxParallelism``: Jobs created at the same time.
 MAX_CONCURRENT_CREATES = 50
+#: Server-side length of one watch between passes, in seconds: the longest time a change of
+#: the anchor made elsewhere (suspend, cancel) goes unnoticed while no Job changes.
+WATCH_WINDOW = 10
 _CONFLICT_RETRIES = 10
-_KIND = "ConfigMap"
-_ProgressKind = Literal["status", "restarting", "deleted"]
+_TRANSIENT = (Unreachable, ServerError, TooManyRequests)
 
 
 def _now() -> _dt.datetime:
@@ -86,68 +86,90 @@ def _check_supported(jobset: JobSet) -> None:
         raise SpecError([problem])
 
 
-def _anchor_of(obj: Mapping[str, Any], handle: Handle) -> Anchor:
-    why = identity_mismatch(obj, None, handle.uid)
+def _adoption_problem(
+    obj: Mapping[str, Any],
+    namespace: str,
+    name: str,
+    marks: Mapping[str, str],
+    uid: str | None,
+) -> IdentityMismatch | None:
+    why = not_an_anchor(obj)
     if why is not None:
-        raise IdentityMismatch(_KIND, handle.namespace, handle.name, why)
-    try:
-        return parse_anchor(obj)
-    except NotAnAnchor as err:
-        raise IdentityMismatch(_KIND, handle.namespace, handle.name, str(err)) from err
+        return IdentityMismatch(ANCHOR_KIND, namespace, name, why)
+    meta = obj.get("metadata") or {}
+    return common.adoption_problem(
+        kind=ANCHOR_KIND,
+        namespace=namespace,
+        name=name,
+        labels=meta.get("labels"),
+        uid=meta.get("uid"),
+        expected_labels=marks,
+        expected_uid=uid,
+    )
+
+
+def _gone(handle: Handle) -> NotFound:
+    return NotFound(
+        404, "NotFound", f"JobSet {handle.namespace}/{handle.name} (uid {handle.uid}) is gone"
+    )
+
+
+def _anchor_of(obj: Mapping[str, Any], handle: Handle) -> Anchor:
+    """The handle's anchor; a namesake (other UID) or a deleted one means the run is gone."""
+    meta = obj.get("metadata") or {}
+    why = not_an_anchor(obj)
+    if why is not None:
+        raise IdentityMismatch(ANCHOR_KIND, handle.namespace, handle.name, why)
+    if handle.uid and meta.get("uid") != handle.uid:
+        raise _gone(handle)
+    return parse_anchor(obj)
 
 
 def _handle(anchor: Anchor) -> Handle:
     return Handle(name=anchor.name, namespace=anchor.namespace, uid=anchor.uid, backend="native")
 
 
-def _gone(handle: Handle, what: str) -> NotFound:
-    return NotFound(404, "NotFound", f"JobSet {handle.namespace}/{handle.name} {what}")
-
-
-def _progress(outcome: Outcome, kind: _ProgressKind = "status") -> Progress:
-    return Progress(
-        kind=kind,
-        phase=outcome.phase,
-        restarts=outcome.restarts,
-        replicated_jobs=outcome.replicated_jobs,
-        reason=outcome.reason,
-        message=outcome.message,
-    )
+def _failed_job(listed: list[dict[str, Any]], name: str) -> str:
+    job = next((j for j in listed if (j.get("metadata") or {}).get("name") == name), None)
+    return common.job_failure(job) if job is not None else ""
 
 
 class _Pass:
-    """The anchor after one sent pass, the pass, and where a Job watch continues."""
+    """One sent pass: the anchor after it, the pass, the Jobs it saw and where to watch on."""
 
-    def __init__(self, anchor: Anchor, step: NativePass, resource_version: str) -> None:
-        self.anchor, self.step, self.resource_version = anchor, step, resource_version
+    def __init__(
+        self, anchor: Anchor, step: NativePass, jobs: list[dict[str, Any]], version: str
+    ) -> None:
+        self.anchor, self.step, self.jobs, self.resource_version = anchor, step, jobs, version
 
+    @property
+    def finished(self) -> bool:
+        """The run is terminal and this pass already cleaned up after it (upstream's
+        ``Finished`` stage: unfinished Jobs deleted, TTL applied)."""
+        return self.step.plan.stage == "Finished"
 
-class _Reporter:
-    """Calls ``on_progress`` when the observable state changes."""
-
-    def __init__(self, callback: ProgressCallback | None) -> None:
-        self._callback = callback
-        self._last: Progress | None = None
-
-    def __call__(self, progress: Progress) -> None:
-        if self._callback is not None and progress != self._last:
-            self._last = progress
-            self._callback(progress)
+    def restart_outcome(self, before: _Pass) -> Outcome:
+        """The ``on_restart="return"`` outcome; ``before`` is the pass that decided it."""
+        decision = before.step.restart
+        job = decision.failed_job.name if decision is not None else ""
+        outcome = common.build_outcome(self.anchor.jobset, "native")
+        return common.restart_details(outcome, self.anchor.jobset, _failed_job(before.jobs, job))
 
 
 class NativeBackend:
-    """Synchronous native backend.
+    """Runs JobSets without the JobSet controller (synchronous).
 
     Args:
         client: The API client (not closed by the backend).
-        poll_interval: Longest quiet time between two passes, in seconds: how soon a change of
-            the anchor made elsewhere (suspend, cancel) is noticed while no Job changes.
+        validate: Check every JobSet with :func:`~jobset_core.validation.validate` before
+            creating anything.
+        feature_gates: The feature gates validation assumes.
+        poll_interval: Seconds between checks while waiting for deletion or a log pod.
+        watch_window: Server-side length of one watch between passes, in seconds.
         ttl_linger: After the run finished, ``wait`` stays up to this many seconds for
-            ``ttlSecondsAfterFinished`` to expire and deletes the anchor itself; a longer TTL
-            is applied by the next ``wait``/``attach`` after it expired.
-        placement: How exclusive placement is rendered (``"affinity"``: no pod webhook needed).
-        sleep: Waits between polls (injectable for tests).
-        clock: Monotonic seconds (injectable for tests).
+            ``ttlSecondsAfterFinished`` to expire and then deletes the anchor; a longer TTL is
+            applied by the first ``wait`` after it expired (no process, no TTL).
+        placement: How exclusive placement is rendered; ``"affinity"`` needs no pod webhook.
     """
 
     kind: Backend = "native"
@@ -156,18 +178,20 @@ class NativeBackend:
         self,
         client: JobSetClient,
         *,
-        poll_interval: float = 5.0,
+        validate: bool = True,
+        feature_gates: Mapping[str, bool] | None = None,
+        poll_interval: float = 0.5,
+        watch_window: int = WATCH_WINDOW,
         ttl_linger: float = 60.0,
         placement: Placement = "affinity",
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
+        self._validate = validate
+        self._gates = dict(feature_gates or {})
         self._poll = poll_interval
+        self._window = watch_window
         self._ttl_linger = ttl_linger
         self._placement: Placement = placement
-        self._sleep = sleep
-        self._clock = clock
         self._services: set[str] = set()
 
     # ------------------------------------------------------------------ identity
@@ -180,24 +204,32 @@ class NativeBackend:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
     ) -> Submission:
-        """Create the anchor and start the run, or adopt an existing anchor whose identity
-        labels (and UID, when given) match; ``IdentityMismatch`` otherwise."""
-        ensure_valid(jobset)
-        _check_supported(jobset)
-        body = build_anchor(jobset, namespace, identity)
+        """Validate, create the anchor and run the first pass (Service and Jobs); or adopt
+        the existing anchor when its identity labels (and UID, when given) match.
+
+        Raises:
+            SpecError: the JobSet is invalid, or uses what the native backend cannot do.
+            IdentityMismatch: an object of that name exists but is not this run's anchor.
+        """
+        named, marks = common.stamp_identity(jobset, namespace, identity)
+        if self._validate:
+            ensure_valid(named, feature_gates=self._gates)
+        _check_supported(named)
         try:
-            obj = self._client.create_config_map(body, namespace=namespace)
+            obj = self._client.create_config_map(
+                build_anchor(named, namespace, marks), namespace=namespace
+            )
             created = True
         except Conflict:
-            name = jobset.name
-            obj = self._client.get_config_map(name, namespace=namespace)
-            why = identity_mismatch(obj, identity, expected_uid)
-            if why is not None:
-                raise IdentityMismatch(_KIND, namespace, name, why) from None
+            obj = self._client.get_config_map(named.name, namespace=namespace)
+            problem = _adoption_problem(obj, namespace, named.name, marks, expected_uid)
+            if problem is not None:
+                raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        self._reconcile(handle, create=True)
-        return Submission(handle=handle, created=created, identity=dict(identity or {}))
+        with contextlib.suppress(NotFound):  # cancelled meanwhile: wait() reports it
+            self._reconcile(handle, create=True)
+        return Submission(handle, created=created, identity=marks)
 
     def attach(
         self,
@@ -207,50 +239,62 @@ class NativeBackend:
         uid: str | None = None,
         identity: Mapping[str, str] | None = None,
     ) -> Handle:
-        """Reattach to a run by name (+ UID / identity checks)."""
+        """Reattach by name; with ``uid`` or ``identity`` the anchor must match them."""
         obj = self._client.get_config_map(name, namespace=namespace)
-        why = identity_mismatch(obj, identity, uid)
+        why = not_an_anchor(obj)
         if why is not None:
-            raise IdentityMismatch(_KIND, namespace, name, why)
+            raise IdentityMismatch(ANCHOR_KIND, namespace, name, why)
+        if uid or identity:
+            marks = common.identity_labels(identity)
+            problem = _adoption_problem(obj, namespace, name, marks, uid)
+            if problem is not None:
+                raise problem
         return _handle(parse_anchor(obj))
 
+    # ------------------------------------------------------------------ state
+
     def _read(self, handle: Handle) -> Anchor:
-        obj = self._client.get_config_map(handle.name, namespace=handle.namespace)
+        try:
+            obj = self._client.get_config_map(handle.name, namespace=handle.namespace)
+        except NotFound:
+            raise _gone(handle) from None
         return _anchor_of(obj, handle)
 
-    # ------------------------------------------------------------------ status
-
     def status(self, handle: Handle) -> Outcome:
-        """The status last written to the anchor, as an outcome (result once finished)."""
+        """The status last written to the anchor; a finished run carries its result."""
         anchor = self._read(handle)
-        outcome = outcome_of(anchor)
+        outcome = common.build_outcome(anchor.jobset, self.kind)
         if outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": self._result(anchor)})
         return outcome
 
+    def jobset_status(self, handle: Handle) -> JobSetStatus:
+        """The JobSet-shaped status kept on the anchor."""
+        return self._read(handle).status
+
     def set_suspend(self, handle: Handle, suspend: bool) -> Outcome:
         """Suspend (``True``) or resume the run: set ``spec.suspend`` on the anchor, then run
-        one pass so the Jobs follow at once."""
+        one pass so the Jobs follow at once (a waiting process follows too)."""
         for _ in range(_CONFLICT_RETRIES):
             anchor = self._read(handle)
             if bool(anchor.jobset.spec.suspend) == suspend:
                 break
             patch = suspend_patch(anchor, suspend)
-            try:
+            with contextlib.suppress(Conflict):
                 self._client.patch_config_map(handle.name, patch, namespace=handle.namespace)
                 break
-            except Conflict:
-                continue
-        return outcome_of(self._reconcile(handle, create=True).anchor)
+        return common.build_outcome(self._reconcile(handle, create=True).anchor.jobset, self.kind)
 
     # ------------------------------------------------------------------ reconcile
 
     def _reconcile(self, handle: Handle, *, create: bool) -> _Pass:
+        """One pass: read the anchor and its Jobs, plan, send; again when the status write
+        loses a race (someone else wrote first: plan again from what they wrote)."""
         for _ in range(_CONFLICT_RETRIES):
             anchor = self._read(handle)
             if anchor.deleting:
-                raise _gone(handle, "is being deleted")
-            selector = job_selector(anchor.name, anchor.uid)
+                raise _gone(handle)
+            selector = common.jobset_selector(anchor.name, anchor.uid)
             listed = self._client.list_jobs(namespace=handle.namespace, label_selector=selector)
             step = plan_pass(anchor, listed.items, _now(), create=create, placement=self._placement)
             if step.plan.problem is not None:
@@ -262,11 +306,11 @@ class NativeBackend:
                         handle.name, step.status_patch, namespace=handle.namespace
                     )
                 except Conflict:
-                    continue  # someone else wrote first: plan again from what they wrote
+                    continue
                 anchor = _anchor_of(obj, handle)
             if step.delete_anchor:
-                self._delete_anchor(handle)
-            return _Pass(anchor, step, listed.resource_version)
+                self.cancel(handle)
+            return _Pass(anchor, step, listed.items, listed.resource_version)
         raise Conflict(409, "Conflict", f"anchor {handle.namespace}/{handle.name} keeps changing")
 
     def _send(self, anchor: Anchor, step: NativePass) -> None:
@@ -278,11 +322,10 @@ class NativeBackend:
             try:
                 self._client.create_service(step.service, namespace=namespace)
             except Conflict:
-                pass
+                pass  # exists: upstream uses any Service of that name too
             except ApiError as err:
-                raise CreationFailed(
-                    namespace, anchor.name, "HeadlessServiceCreationFailed", str(err)
-                ) from err
+                why = "HeadlessServiceCreationFailed"
+                raise CreationFailed(namespace, anchor.name, why, str(err)) from err
             self._services.add(anchor.uid)
         self._create_jobs(anchor, step.create_jobs)
         for name in step.suspend_jobs:
@@ -296,9 +339,8 @@ class NativeBackend:
         except Conflict:
             pass  # created by an earlier pass or another process
         except ApiError as err:
-            raise CreationFailed(
-                anchor.namespace, anchor.name, "JobCreationFailed", str(err)
-            ) from err
+            why = "JobCreationFailed"
+            raise CreationFailed(anchor.namespace, anchor.name, why, str(err)) from err
 
     def _create_jobs(self, anchor: Anchor, jobs: tuple[dict[str, Any], ...]) -> None:
         if len(jobs) <= 1:
@@ -313,10 +355,6 @@ class NativeBackend:
         with contextlib.suppress(NotFound):
             self._client.patch_job(name, {"spec": {"suspend": suspend}}, namespace=namespace)
 
-    def _delete_anchor(self, handle: Handle) -> None:
-        with contextlib.suppress(NotFound, Conflict):
-            self._client.delete_config_map(handle.name, namespace=handle.namespace, uid=handle.uid)
-
     # ------------------------------------------------------------------ wait
 
     def wait(
@@ -327,60 +365,60 @@ class NativeBackend:
         on_progress: ProgressCallback | None = None,
         on_restart: OnRestart = "continue",
     ) -> Outcome:
-        """Run reconcile passes until the run finishes (or restarts, with
-        ``on_restart="return"``); ``WaitTimeout`` when ``timeout`` seconds pass first."""
-        deadline = None if timeout is None else self._clock() + timeout
-        report = _Reporter(on_progress)
+        """Run reconcile passes until the run is ``Completed``/``Failed``. With
+        ``on_restart="return"``, a restart decided by this wait is recorded (counters bumped,
+        the attempt's Jobs deleted) and returned as a ``Restarting`` outcome; the next
+        ``wait``, from any process, creates the next attempt.
+
+        Raises:
+            WaitTimeout: ``timeout`` seconds passed first (the run stays as it is).
+            CreationFailed: a child object cannot be created.
+            NotFound: the run was deleted before it finished.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        tracker = common.WaitTracker(self.kind)
+        failures = 0
         while True:
-            remaining = self._remaining(handle, deadline, timeout)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
             try:
                 done = self._reconcile(handle, create=True)
-            except Unreachable:
-                self._sleep(min(1.0, remaining or 1.0))
+                failures = 0
+            except _TRANSIENT:
+                failures += 1
+                time.sleep(min(5.0, 0.5 * 2**failures))
                 continue
-            restart = done.step.restart
-            if restart is not None:
-                report(_progress(restarting_outcome(done.anchor, restart), "restarting"))
-                if on_restart == "return":
-                    done = self._reconcile(handle, create=False)
-                    return restarting_outcome(done.anchor, restart)
-            outcome = outcome_of(done.anchor)
-            report(_progress(outcome))
-            if outcome.phase.terminal and done.step.plan.stage == "Finished":
-                if done.step.delete_anchor:
-                    report(_progress(outcome, "deleted"))
-                elif self._linger(done.step, deadline):
-                    self._sleep(done.step.ttl_remaining or 0.0)
+            step = tracker.observe(done.anchor.jobset)
+            if step.progress is not None and on_progress is not None:
+                on_progress(step.progress)
+            if done.step.restart is not None and on_restart == "return":
+                return self._reconcile(handle, create=False).restart_outcome(done)
+            if done.finished:
+                linger = self._linger(done.step, remaining)
+                if linger is not None:
+                    time.sleep(linger)
                     continue
-                return outcome.model_copy(update={"result": self._result(done.anchor)})
-            if done.step.acted or outcome.phase.terminal:
-                continue
-            self._wait_for_change(done, remaining)
+                return step.outcome.model_copy(update={"result": self._result(done.anchor)})
+            if not (done.step.acted or step.outcome.phase.terminal):
+                self._wait_for_change(done, remaining)
 
-    def _remaining(
-        self, handle: Handle, deadline: float | None, timeout: float | None
-    ) -> float | None:
-        if deadline is None or timeout is None:
-            return None
-        remaining = deadline - self._clock()
-        if remaining <= 0:
-            raise WaitTimeout(handle.namespace, handle.name, timeout)
-        return remaining
-
-    def _linger(self, step: NativePass, deadline: float | None) -> bool:
+    def _linger(self, step: NativePass, remaining: float | None) -> float | None:
+        """How long to stay for the TTL to expire (``None``: do not stay)."""
         left = step.ttl_remaining
         if left is None or left > self._ttl_linger:
-            return False
-        return deadline is None or self._clock() + left < deadline
+            return None
+        return left if remaining is None or left < remaining else None
 
     def _wait_for_change(self, done: _Pass, remaining: float | None) -> None:
-        seconds = self._poll if remaining is None else min(self._poll, remaining)
+        """Block until a Job of the run changes (or the watch window ends)."""
+        window = self._window if remaining is None else min(self._window, remaining)
         anchor = done.anchor
         events = self._client.watch_jobs(
             namespace=anchor.namespace,
             resource_version=done.resource_version,
-            label_selector=job_selector(anchor.name, anchor.uid),
-            timeout_seconds=max(1, int(seconds)),
+            label_selector=common.jobset_selector(anchor.name, anchor.uid),
+            timeout_seconds=max(1, int(window)),
         )
         try:
             for event in events:
@@ -388,8 +426,8 @@ class NativeBackend:
                     return
         except Gone:
             return  # the next pass lists again
-        except Unreachable:
-            self._sleep(min(1.0, seconds))
+        except _TRANSIENT:
+            time.sleep(min(1.0, window))
         finally:
             close: Callable[[], None] | None = getattr(events, "close", None)
             if close is not None:
@@ -398,57 +436,57 @@ class NativeBackend:
     # ------------------------------------------------------------------ cleanup
 
     def cancel(self, handle: Handle) -> None:
-        """One quick DELETE of the anchor (Foreground): everything of the run follows."""
-        self._delete_anchor(handle)
+        """One DELETE of the anchor (Foreground, UID precondition): everything of the run
+        follows by garbage collection. Already gone is fine."""
+        with contextlib.suppress(NotFound, Conflict):
+            self._client.delete_config_map(
+                handle.name, namespace=handle.namespace, propagation="Foreground", uid=handle.uid
+            )
 
     def delete(self, handle: Handle, *, wait: bool = False, timeout: float | None = None) -> None:
-        """Delete the anchor; with ``wait``, return once the anchor, Jobs, pods and Service
-        are all gone (``WaitTimeout`` after ``timeout`` seconds)."""
-        service = handle.name
-        with contextlib.suppress(NotFound, IdentityMismatch):
-            service = naming.subdomain(self._read(handle).jobset)
-        self._delete_anchor(handle)
+        """Delete the anchor (Foreground); with ``wait``, until it, its Jobs, pods and
+        Service are gone.
+
+        Raises:
+            WaitTimeout: something was still there after ``timeout`` seconds.
+        """
+        self.cancel(handle)
         if not wait:
             return
-        deadline = None if timeout is None else self._clock() + timeout
-        while self._leftovers(handle, service):
-            self._remaining(handle, deadline, timeout)
-            self._sleep(0.5)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._leftovers(handle):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
+            time.sleep(self._poll)
 
-    def _leftovers(self, handle: Handle, service: str) -> list[str]:
-        namespace, selector = handle.namespace, job_selector(handle.name, handle.uid)
-        left: list[str] = []
-        try:
-            obj = self._client.get_config_map(handle.name, namespace=namespace)
-            if (obj.get("metadata") or {}).get("uid") == handle.uid:
-                left.append(f"configmap/{handle.name}")
-        except NotFound:
-            pass
-        jobs = self._client.list_jobs(namespace=namespace, label_selector=selector).items
-        pods = self._client.list_pods(namespace=namespace, label_selector=selector).items
-        left += [f"job/{j['metadata']['name']}" for j in jobs]
-        left += [f"pod/{p['metadata']['name']}" for p in pods]
-        try:
-            svc = self._client.get_service(service, namespace=namespace)
-            owners = (svc.get("metadata") or {}).get("ownerReferences") or []
-            if any(o.get("uid") == handle.uid for o in owners):
-                left.append(f"service/{service}")
-        except NotFound:
-            pass
-        return left
+    def _leftovers(self, handle: Handle) -> list[str]:
+        ns, selector = handle.namespace, {labels.JOBSET_NAME: handle.name}
+        by_name = {"metadata.name": handle.name}
+        anchors = self._client.list_config_maps(namespace=ns, field_selector=by_name).items
+        left = [
+            f"configmap/{handle.name}"
+            for obj in anchors
+            if (obj.get("metadata") or {}).get("uid") == handle.uid
+        ]
+        return left + common.leftovers(
+            handle.uid,
+            jobs=self._client.list_jobs(namespace=ns, label_selector=selector).items,
+            pods=self._client.list_pods(namespace=ns, label_selector=selector).items,
+            services=self._client.list_services(namespace=ns).items,
+        )
 
     # ------------------------------------------------------------------ logs and result
 
-    def _pod(self, anchor: Anchor, choice: PodChoice) -> dict[str, Any] | None:
-        listed = self._client.list_pods(
-            namespace=anchor.namespace, label_selector=pod_selector(anchor, choice)
-        )
-        return pick_pod(listed.items, choice)
+    def _pods(self, handle: Handle) -> list[dict[str, Any]]:
+        selector = common.jobset_selector(handle.name, handle.uid)
+        return self._client.list_pods(namespace=handle.namespace, label_selector=selector).items
 
     def _result(self, anchor: Anchor) -> Any:
-        choice = default_pod(anchor.jobset)
-        pod = None if choice is None else self._pod(anchor, choice)
-        return None if pod is None else decode_result(termination_message(pod))
+        target = common.log_pod_target(anchor.jobset)
+        if target is None:
+            return None
+        pods = self._pods(_handle(anchor))
+        return common.termination_result(common.choose_log_pod(pods, target))
 
     def stream_logs(
         self,
@@ -459,53 +497,81 @@ class NativeBackend:
         pod_index: int = 0,
         follow: bool = True,
     ) -> Iterator[str]:
-        """Lines of one pod's log (default: the coordinator, else the first pod of the first
-        replicated job); waits for the pod to exist first."""
-        anchor = self._read(handle)
-        choice = default_pod(anchor.jobset, replicated_job, job_index, pod_index)
-        if choice is None:
-            return
-        pod = self._pod(anchor, choice)
-        while pod is None or (pod.get("status") or {}).get("phase") == "Pending":
-            if not follow and pod is None:
+        """Lines of one pod's first container (default: the coordinator, else pod 0 of job 0
+        of the first replicated job). With ``follow``, waits for the pod to start.
+
+        Raises:
+            NotFound: no such pod (without ``follow``).
+        """
+        pod = self._log_pod(handle, replicated_job, job_index, pod_index, follow)
+        name = str(pod["metadata"]["name"])
+        container = common.pod_container(pod)
+        while True:
+            try:
+                lines = self._client.stream_pod_log(
+                    name, namespace=handle.namespace, container=container, follow=follow
+                )
+                yield from lines
                 return
-            self._sleep(0.5)
-            pod = self._pod(self._read(handle), choice)
-        yield from self._client.stream_pod_log(
-            pod["metadata"]["name"], namespace=handle.namespace, follow=follow
+            except ApiError as error:
+                if not follow or error.status != 400:  # 400: the container has not started yet
+                    raise
+            time.sleep(self._poll)
+
+    def _log_pod(
+        self,
+        handle: Handle,
+        replicated_job: str | None,
+        job_index: int,
+        pod_index: int,
+        follow: bool,
+    ) -> Mapping[str, Any]:
+        jobset = None if replicated_job else self._read(handle).jobset
+        target = common.log_pod_target(
+            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
         )
+        if target is None:
+            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
+        while True:
+            pod = common.choose_log_pod(self._pods(handle), target)
+            if pod is not None:
+                return pod
+            if not follow:
+                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
+            time.sleep(self._poll)
 
     def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
-        """The last lines of every failed pod of the run, by pod name."""
-        selector = job_selector(handle.name, handle.uid)
-        pods = self._client.list_pods(namespace=handle.namespace, label_selector=selector).items
+        """The last ``tail_lines`` lines of every failed pod's first container, by pod name."""
         out: dict[str, str] = {}
-        for pod in pods:
-            if (pod.get("status") or {}).get("phase") != "Failed":
-                continue
-            name = pod["metadata"]["name"]
+        for pod in common.failed_pods(self._pods(handle)):
+            name = str(pod["metadata"]["name"])
             try:
                 out[name] = self._client.read_pod_log(
-                    name, namespace=handle.namespace, tail_lines=tail_lines
+                    name,
+                    namespace=handle.namespace,
+                    container=common.pod_container(pod),
+                    tail_lines=tail_lines,
                 )
-            except ApiError as err:
-                out[name] = f"<log unavailable: {err}>"
+            except ApiError as error:
+                out[name] = f"<log unavailable: {error}>"
         return out
 
 
 class AsyncNativeBackend:
-    """Asynchronous twin of :class:`NativeBackend`: same names, same behaviour.
+    """Runs JobSets without the JobSet controller (asynchronous twin of
+    :class:`NativeBackend`: same names, same behaviour).
 
     Args:
         client: The API client (not closed by the backend).
-        poll_interval: Longest quiet time between two passes, in seconds: how soon a change of
-            the anchor made elsewhere (suspend, cancel) is noticed while no Job changes.
+        validate: Check every JobSet with :func:`~jobset_core.validation.validate` before
+            creating anything.
+        feature_gates: The feature gates validation assumes.
+        poll_interval: Seconds between checks while waiting for deletion or a log pod.
+        watch_window: Server-side length of one watch between passes, in seconds.
         ttl_linger: After the run finished, ``wait`` stays up to this many seconds for
-            ``ttlSecondsAfterFinished`` to expire and deletes the anchor itself; a longer TTL
-            is applied by the next ``wait``/``attach`` after it expired.
-        placement: How exclusive placement is rendered (``"affinity"``: no pod webhook needed).
-        sleep: Waits between polls (injectable for tests).
-        clock: Monotonic seconds (injectable for tests).
+            ``ttlSecondsAfterFinished`` to expire and then deletes the anchor; a longer TTL is
+            applied by the first ``wait`` after it expired (no process, no TTL).
+        placement: How exclusive placement is rendered; ``"affinity"`` needs no pod webhook.
     """
 
     kind: Backend = "native"
@@ -514,18 +580,20 @@ class AsyncNativeBackend:
         self,
         client: AsyncJobSetClient,
         *,
-        poll_interval: float = 5.0,
+        validate: bool = True,
+        feature_gates: Mapping[str, bool] | None = None,
+        poll_interval: float = 0.5,
+        watch_window: int = WATCH_WINDOW,
         ttl_linger: float = 60.0,
         placement: Placement = "affinity",
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
+        self._validate = validate
+        self._gates = dict(feature_gates or {})
         self._poll = poll_interval
+        self._window = watch_window
         self._ttl_linger = ttl_linger
         self._placement: Placement = placement
-        self._sleep = sleep
-        self._clock = clock
         self._services: set[str] = set()
 
     # ------------------------------------------------------------------ identity
@@ -538,24 +606,32 @@ class AsyncNativeBackend:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
     ) -> Submission:
-        """Create the anchor and start the run, or adopt an existing anchor whose identity
-        labels (and UID, when given) match; ``IdentityMismatch`` otherwise."""
-        ensure_valid(jobset)
-        _check_supported(jobset)
-        body = build_anchor(jobset, namespace, identity)
+        """Validate, create the anchor and run the first pass (Service and Jobs); or adopt
+        the existing anchor when its identity labels (and UID, when given) match.
+
+        Raises:
+            SpecError: the JobSet is invalid, or uses what the native backend cannot do.
+            IdentityMismatch: an object of that name exists but is not this run's anchor.
+        """
+        named, marks = common.stamp_identity(jobset, namespace, identity)
+        if self._validate:
+            ensure_valid(named, feature_gates=self._gates)
+        _check_supported(named)
         try:
-            obj = await self._client.create_config_map(body, namespace=namespace)
+            obj = await self._client.create_config_map(
+                build_anchor(named, namespace, marks), namespace=namespace
+            )
             created = True
         except Conflict:
-            name = jobset.name
-            obj = await self._client.get_config_map(name, namespace=namespace)
-            why = identity_mismatch(obj, identity, expected_uid)
-            if why is not None:
-                raise IdentityMismatch(_KIND, namespace, name, why) from None
+            obj = await self._client.get_config_map(named.name, namespace=namespace)
+            problem = _adoption_problem(obj, namespace, named.name, marks, expected_uid)
+            if problem is not None:
+                raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        await self._reconcile(handle, create=True)
-        return Submission(handle=handle, created=created, identity=dict(identity or {}))
+        with contextlib.suppress(NotFound):  # cancelled meanwhile: wait() reports it
+            await self._reconcile(handle, create=True)
+        return Submission(handle, created=created, identity=marks)
 
     async def attach(
         self,
@@ -565,50 +641,64 @@ class AsyncNativeBackend:
         uid: str | None = None,
         identity: Mapping[str, str] | None = None,
     ) -> Handle:
-        """Reattach to a run by name (+ UID / identity checks)."""
+        """Reattach by name; with ``uid`` or ``identity`` the anchor must match them."""
         obj = await self._client.get_config_map(name, namespace=namespace)
-        why = identity_mismatch(obj, identity, uid)
+        why = not_an_anchor(obj)
         if why is not None:
-            raise IdentityMismatch(_KIND, namespace, name, why)
+            raise IdentityMismatch(ANCHOR_KIND, namespace, name, why)
+        if uid or identity:
+            marks = common.identity_labels(identity)
+            problem = _adoption_problem(obj, namespace, name, marks, uid)
+            if problem is not None:
+                raise problem
         return _handle(parse_anchor(obj))
 
+    # ------------------------------------------------------------------ state
+
     async def _read(self, handle: Handle) -> Anchor:
-        obj = await self._client.get_config_map(handle.name, namespace=handle.namespace)
+        try:
+            obj = await self._client.get_config_map(handle.name, namespace=handle.namespace)
+        except NotFound:
+            raise _gone(handle) from None
         return _anchor_of(obj, handle)
 
-    # ------------------------------------------------------------------ status
-
     async def status(self, handle: Handle) -> Outcome:
-        """The status last written to the anchor, as an outcome (result once finished)."""
+        """The status last written to the anchor; a finished run carries its result."""
         anchor = await self._read(handle)
-        outcome = outcome_of(anchor)
+        outcome = common.build_outcome(anchor.jobset, self.kind)
         if outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": await self._result(anchor)})
         return outcome
 
+    async def jobset_status(self, handle: Handle) -> JobSetStatus:
+        """The JobSet-shaped status kept on the anchor."""
+        return (await self._read(handle)).status
+
     async def set_suspend(self, handle: Handle, suspend: bool) -> Outcome:
         """Suspend (``True``) or resume the run: set ``spec.suspend`` on the anchor, then run
-        one pass so the Jobs follow at once."""
+        one pass so the Jobs follow at once (a waiting process follows too)."""
         for _ in range(_CONFLICT_RETRIES):
             anchor = await self._read(handle)
             if bool(anchor.jobset.spec.suspend) == suspend:
                 break
             patch = suspend_patch(anchor, suspend)
-            try:
+            with contextlib.suppress(Conflict):
                 await self._client.patch_config_map(handle.name, patch, namespace=handle.namespace)
                 break
-            except Conflict:
-                continue
-        return outcome_of((await self._reconcile(handle, create=True)).anchor)
+        return common.build_outcome(
+            (await self._reconcile(handle, create=True)).anchor.jobset, self.kind
+        )
 
     # ------------------------------------------------------------------ reconcile
 
     async def _reconcile(self, handle: Handle, *, create: bool) -> _Pass:
+        """One pass: read the anchor and its Jobs, plan, send; again when the status write
+        loses a race (someone else wrote first: plan again from what they wrote)."""
         for _ in range(_CONFLICT_RETRIES):
             anchor = await self._read(handle)
             if anchor.deleting:
-                raise _gone(handle, "is being deleted")
-            selector = job_selector(anchor.name, anchor.uid)
+                raise _gone(handle)
+            selector = common.jobset_selector(anchor.name, anchor.uid)
             listed = await self._client.list_jobs(
                 namespace=handle.namespace, label_selector=selector
             )
@@ -622,11 +712,11 @@ class AsyncNativeBackend:
                         handle.name, step.status_patch, namespace=handle.namespace
                     )
                 except Conflict:
-                    continue  # someone else wrote first: plan again from what they wrote
+                    continue
                 anchor = _anchor_of(obj, handle)
             if step.delete_anchor:
-                await self._delete_anchor(handle)
-            return _Pass(anchor, step, listed.resource_version)
+                await self.cancel(handle)
+            return _Pass(anchor, step, listed.items, listed.resource_version)
         raise Conflict(409, "Conflict", f"anchor {handle.namespace}/{handle.name} keeps changing")
 
     async def _send(self, anchor: Anchor, step: NativePass) -> None:
@@ -638,11 +728,10 @@ class AsyncNativeBackend:
             try:
                 await self._client.create_service(step.service, namespace=namespace)
             except Conflict:
-                pass
+                pass  # exists: upstream uses any Service of that name too
             except ApiError as err:
-                raise CreationFailed(
-                    namespace, anchor.name, "HeadlessServiceCreationFailed", str(err)
-                ) from err
+                why = "HeadlessServiceCreationFailed"
+                raise CreationFailed(namespace, anchor.name, why, str(err)) from err
             self._services.add(anchor.uid)
         await self._create_jobs(anchor, step.create_jobs)
         for name in step.suspend_jobs:
@@ -656,9 +745,8 @@ class AsyncNativeBackend:
         except Conflict:
             pass  # created by an earlier pass or another process
         except ApiError as err:
-            raise CreationFailed(
-                anchor.namespace, anchor.name, "JobCreationFailed", str(err)
-            ) from err
+            why = "JobCreationFailed"
+            raise CreationFailed(anchor.namespace, anchor.name, why, str(err)) from err
 
     async def _create_jobs(self, anchor: Anchor, jobs: tuple[dict[str, Any], ...]) -> None:
         if len(jobs) <= 1:
@@ -677,12 +765,6 @@ class AsyncNativeBackend:
         with contextlib.suppress(NotFound):
             await self._client.patch_job(name, {"spec": {"suspend": suspend}}, namespace=namespace)
 
-    async def _delete_anchor(self, handle: Handle) -> None:
-        with contextlib.suppress(NotFound, Conflict):
-            await self._client.delete_config_map(
-                handle.name, namespace=handle.namespace, uid=handle.uid
-            )
-
     # ------------------------------------------------------------------ wait
 
     async def wait(
@@ -693,60 +775,60 @@ class AsyncNativeBackend:
         on_progress: ProgressCallback | None = None,
         on_restart: OnRestart = "continue",
     ) -> Outcome:
-        """Run reconcile passes until the run finishes (or restarts, with
-        ``on_restart="return"``); ``WaitTimeout`` when ``timeout`` seconds pass first."""
-        deadline = None if timeout is None else self._clock() + timeout
-        report = _Reporter(on_progress)
+        """Run reconcile passes until the run is ``Completed``/``Failed``. With
+        ``on_restart="return"``, a restart decided by this wait is recorded (counters bumped,
+        the attempt's Jobs deleted) and returned as a ``Restarting`` outcome; the next
+        ``wait``, from any process, creates the next attempt.
+
+        Raises:
+            WaitTimeout: ``timeout`` seconds passed first (the run stays as it is).
+            CreationFailed: a child object cannot be created.
+            NotFound: the run was deleted before it finished.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        tracker = common.WaitTracker(self.kind)
+        failures = 0
         while True:
-            remaining = self._remaining(handle, deadline, timeout)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
             try:
                 done = await self._reconcile(handle, create=True)
-            except Unreachable:
-                await self._sleep(min(1.0, remaining or 1.0))
+                failures = 0
+            except _TRANSIENT:
+                failures += 1
+                await asyncio.sleep(min(5.0, 0.5 * 2**failures))
                 continue
-            restart = done.step.restart
-            if restart is not None:
-                report(_progress(restarting_outcome(done.anchor, restart), "restarting"))
-                if on_restart == "return":
-                    done = await self._reconcile(handle, create=False)
-                    return restarting_outcome(done.anchor, restart)
-            outcome = outcome_of(done.anchor)
-            report(_progress(outcome))
-            if outcome.phase.terminal and done.step.plan.stage == "Finished":
-                if done.step.delete_anchor:
-                    report(_progress(outcome, "deleted"))
-                elif self._linger(done.step, deadline):
-                    await self._sleep(done.step.ttl_remaining or 0.0)
+            step = tracker.observe(done.anchor.jobset)
+            if step.progress is not None and on_progress is not None:
+                on_progress(step.progress)
+            if done.step.restart is not None and on_restart == "return":
+                return (await self._reconcile(handle, create=False)).restart_outcome(done)
+            if done.finished:
+                linger = self._linger(done.step, remaining)
+                if linger is not None:
+                    await asyncio.sleep(linger)
                     continue
-                return outcome.model_copy(update={"result": await self._result(done.anchor)})
-            if done.step.acted or outcome.phase.terminal:
-                continue
-            await self._wait_for_change(done, remaining)
+                return step.outcome.model_copy(update={"result": await self._result(done.anchor)})
+            if not (done.step.acted or step.outcome.phase.terminal):
+                await self._wait_for_change(done, remaining)
 
-    def _remaining(
-        self, handle: Handle, deadline: float | None, timeout: float | None
-    ) -> float | None:
-        if deadline is None or timeout is None:
-            return None
-        remaining = deadline - self._clock()
-        if remaining <= 0:
-            raise WaitTimeout(handle.namespace, handle.name, timeout)
-        return remaining
-
-    def _linger(self, step: NativePass, deadline: float | None) -> bool:
+    def _linger(self, step: NativePass, remaining: float | None) -> float | None:
+        """How long to stay for the TTL to expire (``None``: do not stay)."""
         left = step.ttl_remaining
         if left is None or left > self._ttl_linger:
-            return False
-        return deadline is None or self._clock() + left < deadline
+            return None
+        return left if remaining is None or left < remaining else None
 
     async def _wait_for_change(self, done: _Pass, remaining: float | None) -> None:
-        seconds = self._poll if remaining is None else min(self._poll, remaining)
+        """Block until a Job of the run changes (or the watch window ends)."""
+        window = self._window if remaining is None else min(self._window, remaining)
         anchor = done.anchor
         events = self._client.watch_jobs(
             namespace=anchor.namespace,
             resource_version=done.resource_version,
-            label_selector=job_selector(anchor.name, anchor.uid),
-            timeout_seconds=max(1, int(seconds)),
+            label_selector=common.jobset_selector(anchor.name, anchor.uid),
+            timeout_seconds=max(1, int(window)),
         )
         try:
             async for event in events:
@@ -754,8 +836,8 @@ class AsyncNativeBackend:
                     return
         except Gone:
             return  # the next pass lists again
-        except Unreachable:
-            await self._sleep(min(1.0, seconds))
+        except _TRANSIENT:
+            await asyncio.sleep(min(1.0, window))
         finally:
             close: Callable[[], Awaitable[None]] | None = getattr(events, "aclose", None)
             if close is not None:
@@ -764,59 +846,61 @@ class AsyncNativeBackend:
     # ------------------------------------------------------------------ cleanup
 
     async def cancel(self, handle: Handle) -> None:
-        """One quick DELETE of the anchor (Foreground): everything of the run follows."""
-        await self._delete_anchor(handle)
+        """One DELETE of the anchor (Foreground, UID precondition): everything of the run
+        follows by garbage collection. Already gone is fine."""
+        with contextlib.suppress(NotFound, Conflict):
+            await self._client.delete_config_map(
+                handle.name, namespace=handle.namespace, propagation="Foreground", uid=handle.uid
+            )
 
     async def delete(
         self, handle: Handle, *, wait: bool = False, timeout: float | None = None
     ) -> None:
-        """Delete the anchor; with ``wait``, return once the anchor, Jobs, pods and Service
-        are all gone (``WaitTimeout`` after ``timeout`` seconds)."""
-        service = handle.name
-        with contextlib.suppress(NotFound, IdentityMismatch):
-            service = naming.subdomain((await self._read(handle)).jobset)
-        await self._delete_anchor(handle)
+        """Delete the anchor (Foreground); with ``wait``, until it, its Jobs, pods and
+        Service are gone.
+
+        Raises:
+            WaitTimeout: something was still there after ``timeout`` seconds.
+        """
+        await self.cancel(handle)
         if not wait:
             return
-        deadline = None if timeout is None else self._clock() + timeout
-        while await self._leftovers(handle, service):
-            self._remaining(handle, deadline, timeout)
-            await self._sleep(0.5)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while await self._leftovers(handle):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
+            await asyncio.sleep(self._poll)
 
-    async def _leftovers(self, handle: Handle, service: str) -> list[str]:
-        namespace, selector = handle.namespace, job_selector(handle.name, handle.uid)
-        left: list[str] = []
-        try:
-            obj = await self._client.get_config_map(handle.name, namespace=namespace)
-            if (obj.get("metadata") or {}).get("uid") == handle.uid:
-                left.append(f"configmap/{handle.name}")
-        except NotFound:
-            pass
-        jobs = (await self._client.list_jobs(namespace=namespace, label_selector=selector)).items
-        pods = (await self._client.list_pods(namespace=namespace, label_selector=selector)).items
-        left += [f"job/{j['metadata']['name']}" for j in jobs]
-        left += [f"pod/{p['metadata']['name']}" for p in pods]
-        try:
-            svc = await self._client.get_service(service, namespace=namespace)
-            owners = (svc.get("metadata") or {}).get("ownerReferences") or []
-            if any(o.get("uid") == handle.uid for o in owners):
-                left.append(f"service/{service}")
-        except NotFound:
-            pass
-        return left
+    async def _leftovers(self, handle: Handle) -> list[str]:
+        ns, selector = handle.namespace, {labels.JOBSET_NAME: handle.name}
+        by_name = {"metadata.name": handle.name}
+        anchors = (await self._client.list_config_maps(namespace=ns, field_selector=by_name)).items
+        left = [
+            f"configmap/{handle.name}"
+            for obj in anchors
+            if (obj.get("metadata") or {}).get("uid") == handle.uid
+        ]
+        return left + common.leftovers(
+            handle.uid,
+            jobs=(await self._client.list_jobs(namespace=ns, label_selector=selector)).items,
+            pods=(await self._client.list_pods(namespace=ns, label_selector=selector)).items,
+            services=(await self._client.list_services(namespace=ns)).items,
+        )
 
     # ------------------------------------------------------------------ logs and result
 
-    async def _pod(self, anchor: Anchor, choice: PodChoice) -> dict[str, Any] | None:
-        listed = await self._client.list_pods(
-            namespace=anchor.namespace, label_selector=pod_selector(anchor, choice)
-        )
-        return pick_pod(listed.items, choice)
+    async def _pods(self, handle: Handle) -> list[dict[str, Any]]:
+        selector = common.jobset_selector(handle.name, handle.uid)
+        return (
+            await self._client.list_pods(namespace=handle.namespace, label_selector=selector)
+        ).items
 
     async def _result(self, anchor: Anchor) -> Any:
-        choice = default_pod(anchor.jobset)
-        pod = None if choice is None else await self._pod(anchor, choice)
-        return None if pod is None else decode_result(termination_message(pod))
+        target = common.log_pod_target(anchor.jobset)
+        if target is None:
+            return None
+        pods = await self._pods(_handle(anchor))
+        return common.termination_result(common.choose_log_pod(pods, target))
 
     async def stream_logs(
         self,
@@ -827,38 +911,62 @@ class AsyncNativeBackend:
         pod_index: int = 0,
         follow: bool = True,
     ) -> AsyncIterator[str]:
-        """Lines of one pod's log (default: the coordinator, else the first pod of the first
-        replicated job); waits for the pod to exist first."""
-        anchor = await self._read(handle)
-        choice = default_pod(anchor.jobset, replicated_job, job_index, pod_index)
-        if choice is None:
-            return
-        pod = await self._pod(anchor, choice)
-        while pod is None or (pod.get("status") or {}).get("phase") == "Pending":
-            if not follow and pod is None:
+        """Lines of one pod's first container (default: the coordinator, else pod 0 of job 0
+        of the first replicated job). With ``follow``, waits for the pod to start.
+
+        Raises:
+            NotFound: no such pod (without ``follow``).
+        """
+        pod = await self._log_pod(handle, replicated_job, job_index, pod_index, follow)
+        name = str(pod["metadata"]["name"])
+        container = common.pod_container(pod)
+        while True:
+            try:
+                lines = self._client.stream_pod_log(
+                    name, namespace=handle.namespace, container=container, follow=follow
+                )
+                async for line in lines:
+                    yield line
                 return
-            await self._sleep(0.5)
-            pod = await self._pod(await self._read(handle), choice)
-        lines = self._client.stream_pod_log(
-            pod["metadata"]["name"], namespace=handle.namespace, follow=follow
+            except ApiError as error:
+                if not follow or error.status != 400:  # 400: the container has not started yet
+                    raise
+            await asyncio.sleep(self._poll)
+
+    async def _log_pod(
+        self,
+        handle: Handle,
+        replicated_job: str | None,
+        job_index: int,
+        pod_index: int,
+        follow: bool,
+    ) -> Mapping[str, Any]:
+        jobset = None if replicated_job else (await self._read(handle)).jobset
+        target = common.log_pod_target(
+            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
         )
-        async for line in lines:
-            yield line
+        if target is None:
+            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
+        while True:
+            pod = common.choose_log_pod(await self._pods(handle), target)
+            if pod is not None:
+                return pod
+            if not follow:
+                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
+            await asyncio.sleep(self._poll)
 
     async def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
-        """The last lines of every failed pod of the run, by pod name."""
-        selector = job_selector(handle.name, handle.uid)
-        listed = await self._client.list_pods(namespace=handle.namespace, label_selector=selector)
-        pods = listed.items
+        """The last ``tail_lines`` lines of every failed pod's first container, by pod name."""
         out: dict[str, str] = {}
-        for pod in pods:
-            if (pod.get("status") or {}).get("phase") != "Failed":
-                continue
-            name = pod["metadata"]["name"]
+        for pod in common.failed_pods(await self._pods(handle)):
+            name = str(pod["metadata"]["name"])
             try:
                 out[name] = await self._client.read_pod_log(
-                    name, namespace=handle.namespace, tail_lines=tail_lines
+                    name,
+                    namespace=handle.namespace,
+                    container=common.pod_container(pod),
+                    tail_lines=tail_lines,
                 )
-            except ApiError as err:
-                out[name] = f"<log unavailable: {err}>"
+            except ApiError as error:
+                out[name] = f"<log unavailable: {error}>"
         return out

@@ -15,8 +15,7 @@ from jobset_core.backends._anchor import (
     STATUS_KEY,
     NotAnAnchor,
     build_anchor,
-    identity_mismatch,
-    job_selector,
+    not_an_anchor,
     owner_reference,
     parse_anchor,
     status_patch,
@@ -141,7 +140,7 @@ def test_parse_reads_status_and_deletion() -> None:
         pytest.param(
             lambda o: o["data"].update({STATUS_KEY: '{"restarts": "x"}'}), "data", id="bad-status"
         ),
-        pytest.param(lambda o: o.update({"kind": "Secret"}), "label", id="not-a-configmap"),
+        pytest.param(lambda o: o.update({"kind": "Secret"}), "Secret", id="not-a-configmap"),
     ],
 )
 def test_parse_rejects_what_is_not_an_anchor(mutate: Any, why: str) -> None:
@@ -152,33 +151,34 @@ def test_parse_rejects_what_is_not_an_anchor(mutate: Any, why: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("identity", "uid", "expected"),
+    ("obj", "why"),
     [
-        pytest.param(None, None, None, id="no-expectations"),
-        pytest.param({"example.com/run": "r1"}, None, None, id="labels-match"),
-        pytest.param({"example.com/run": "r1"}, UID, None, id="labels-and-uid-match"),
-        pytest.param({"example.com/run": "r2"}, None, "label example.com/run", id="label-differs"),
         pytest.param(
-            {"example.com/other": "x"}, None, "label example.com/other", id="label-absent"
+            {"kind": "ConfigMap", "metadata": {"labels": {ANCHOR_LABEL: ANCHOR_VALUE}}},
+            None,
+            id="anchor",
         ),
-        pytest.param(None, "another-uid", "uid", id="uid-differs"),
+        pytest.param({"metadata": {"labels": {ANCHOR_LABEL: ANCHOR_VALUE}}}, None, id="no-kind"),
+        pytest.param(
+            {"kind": "ConfigMap", "metadata": {"labels": {"app": "x"}}},
+            "it is not a native JobSet anchor",
+            id="user-configmap",
+        ),
+        pytest.param(
+            {"kind": "ConfigMap", "metadata": {"labels": {ANCHOR_LABEL: "v0"}}},
+            "it is not a native JobSet anchor",
+            id="other-marker",
+        ),
+        pytest.param(
+            {"kind": "Secret", "metadata": {"labels": {ANCHOR_LABEL: ANCHOR_VALUE}}},
+            "it is a Secret",
+            id="not-a-configmap",
+        ),
     ],
 )
-def test_identity_mismatch(
-    identity: dict[str, str] | None, uid: str | None, expected: str | None
-) -> None:
-    obj = as_served(build_anchor(make_jobset(), "ns", {"example.com/run": "r1"}))
-    why = identity_mismatch(obj, identity, uid)
-    if expected is None:
-        assert why is None
-    else:
-        assert why is not None and why.startswith(expected)
-
-
-def test_identity_mismatch_on_a_foreign_configmap() -> None:
-    foreign = {"metadata": {"name": "demo", "uid": UID, "labels": {"app": "x"}}, "data": {}}
-    why = identity_mismatch(foreign, None, None)
-    assert why is not None and "not a native JobSet anchor" in why
+def test_not_an_anchor(obj: dict[str, Any], why: str | None) -> None:
+    found = not_an_anchor(obj)
+    assert found == why if why is None else (found is not None and found.startswith(why))
 
 
 def test_owner_reference_is_a_blocking_controller_reference_to_the_configmap() -> None:
@@ -191,10 +191,6 @@ def test_owner_reference_is_a_blocking_controller_reference_to_the_configmap() -
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def test_job_selector() -> None:
-    assert job_selector("demo", UID) == {labels.JOBSET_NAME: "demo", labels.JOBSET_UID: UID}
 
 
 def test_status_patch_is_compare_and_swap_of_the_jobset_status_shape() -> None:

@@ -16,22 +16,14 @@ from typing import Any
 import pytest
 
 from jobset_core import labels
+from jobset_core.backends import _common as common
 from jobset_core.backends._anchor import (
     STATUS_KEY,
     Anchor,
     build_anchor,
     parse_anchor,
 )
-from jobset_core.backends._native_exec import (
-    PodChoice,
-    child_views,
-    default_pod,
-    outcome_of,
-    pick_pod,
-    plan_pass,
-    restarting_outcome,
-    termination_message,
-)
+from jobset_core.backends._native_exec import child_views, plan_pass
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Phase
 from jobset_core.policy import conditions as c
@@ -462,7 +454,7 @@ def test_ttl_after_finished(
     ],
 )
 def test_outcome_phase(status: JobSetStatus, jobs_counts: dict[str, int], phase: Phase) -> None:
-    outcome = outcome_of(make_anchor(rjob("a", 2), status=status))
+    outcome = common.build_outcome(make_anchor(rjob("a", 2), status=status).jobset, "native")
     assert outcome.phase is phase
     assert outcome.backend == "native" and outcome.uid == UID
     assert outcome.replicated_jobs[0].replicas == 2
@@ -474,10 +466,11 @@ def test_outcome_phase(status: JobSetStatus, jobs_counts: dict[str, int], phase:
 
 
 def test_terminal_outcome_has_timings() -> None:
-    outcome = outcome_of(make_anchor(rjob("a"), status=finished_status("Completed")))
+    status = finished_status("Completed", "2025-01-02T03:00:42Z")
+    outcome = common.build_outcome(make_anchor(rjob("a"), status=status).jobset, "native")
     assert outcome.created_at == "2025-01-02T03:00:00Z"
-    assert outcome.finished_at == LONG_AGO
-    assert outcome.duration_seconds == -3600.0  # LONG_AGO precedes creation in this fixture
+    assert outcome.finished_at == "2025-01-02T03:00:42Z"
+    assert outcome.duration_seconds == 42.0
     assert outcome.reason == c.ALL_JOBS_COMPLETED.reason
 
 
@@ -485,67 +478,9 @@ def test_restarting_outcome_names_the_failed_job() -> None:
     anchor = make_anchor(rjob("a"), failurePolicy={"maxRestarts": 1})
     step = plan_pass(anchor, [api_job("a", finished="Failed")], NOW)
     assert step.restart is not None
-    outcome = restarting_outcome(anchor, step.restart)
+    after = make_anchor(rjob("a"), status=step.plan.status, failurePolicy={"maxRestarts": 1})
+    outcome = common.restart_details(common.build_outcome(after.jobset, "native"), after.jobset)
     assert outcome.phase is Phase.RESTARTING and outcome.terminal_state is None
     assert outcome.failed_job == "demo-a-0"
     assert outcome.reason == c.RESTARTING_DEFAULT_FAILURE_POLICY
     assert outcome.message.endswith("(first failed job: demo-a-0)")
-
-
-@pytest.mark.parametrize(
-    ("spec", "asked", "expected"),
-    [
-        pytest.param({}, (None, 0, 0), PodChoice("a", 0, 0), id="first-pod-of-first-rjob"),
-        pytest.param(
-            {"coordinator": {"replicatedJob": "b", "jobIndex": 1, "podIndex": 2}},
-            (None, 0, 0),
-            PodChoice("b", 1, 2),
-            id="coordinator",
-        ),
-        pytest.param(
-            {"coordinator": {"replicatedJob": "b"}},
-            ("a", 0, 1),
-            PodChoice("a", 0, 1),
-            id="asked-wins",
-        ),
-    ],
-)
-def test_default_pod(
-    spec: dict[str, Any], asked: tuple[Any, int, int], expected: PodChoice
-) -> None:
-    anchor = make_anchor(rjob("a"), rjob("b", 2), **spec)
-    assert default_pod(anchor.jobset, *asked) == expected
-
-
-def pod(index: int, attempt: int, created: str, message: str | None = None) -> dict[str, Any]:
-    state = {"terminated": {"exitCode": 0, "message": message}} if message else {"running": {}}
-    return {
-        "metadata": {
-            "name": f"p-{index}-{attempt}-{created[-3:-1]}",
-            "creationTimestamp": created,
-            "labels": {
-                labels.JOB_COMPLETION_INDEX: str(index),
-                labels.RESTART_ATTEMPT: str(attempt),
-            },
-        },
-        "status": {"containerStatuses": [{"name": "c", "state": state}]},
-    }
-
-
-def test_pick_pod_prefers_latest_attempt_then_newest() -> None:
-    pods = [
-        pod(0, 1, "2025-01-02T03:00:10Z"),
-        pod(0, 0, "2025-01-02T03:00:50Z"),
-        pod(0, 1, "2025-01-02T03:00:20Z"),
-        pod(1, 2, "2025-01-02T03:00:30Z"),
-    ]
-    chosen = pick_pod(pods, PodChoice("a", 0, 0))
-    assert chosen is not None and chosen["metadata"]["name"] == "p-0-1-20"
-    assert pick_pod(pods, PodChoice("a", 0, 3)) is None
-
-
-def test_termination_message() -> None:
-    assert termination_message(pod(0, 0, "2025-01-02T03:00:10Z", '{"loss": 0.1}')) == (
-        '{"loss": 0.1}'
-    )
-    assert termination_message(pod(0, 0, "2025-01-02T03:00:10Z")) is None
