@@ -207,6 +207,14 @@ class ControllerBackend:
         """The JobSet's ``status`` as the controller wrote it."""
         return self._get(handle).status or JobSetStatus()
 
+    def set_suspend(self, handle: Handle, suspend: bool) -> Outcome:
+        """Suspend (``True``) or resume the run by patching ``spec.suspend``."""
+        self._get(handle)
+        patched = self._client.patch_jobset(
+            handle.name, {"spec": {"suspend": suspend}}, namespace=handle.namespace
+        )
+        return common.build_outcome(patched, self.kind)
+
     def _pods(self, handle: Handle) -> list[dict[str, Any]]:
         selector = common.jobset_selector(handle.name, handle.uid)
         return self._client.list_pods(namespace=handle.namespace, label_selector=selector).items
@@ -591,6 +599,14 @@ class AsyncControllerBackend:
     async def jobset_status(self, handle: Handle) -> JobSetStatus:
         """See :meth:`ControllerBackend.jobset_status`."""
         return (await self._get(handle)).status or JobSetStatus()
+
+    async def set_suspend(self, handle: Handle, suspend: bool) -> Outcome:
+        """See :meth:`ControllerBackend.set_suspend`."""
+        await self._get(handle)
+        patched = await self._client.patch_jobset(
+            handle.name, {"spec": {"suspend": suspend}}, namespace=handle.namespace
+        )
+        return common.build_outcome(patched, self.kind)
 
     async def _pods(self, handle: Handle) -> list[dict[str, Any]]:
         selector = common.jobset_selector(handle.name, handle.uid)

@@ -1,0 +1,384 @@
+"""``jobsetctl`` subcommands that talk to a cluster: ``run``, ``status``, ``delete``, ``logs``.
+
+* ``jobsetctl run FILE [--backend auto|controller|native] [-n NS] [--timeout S]
+  [--follow-logs]``: submit (or reattach to) the JobSet, wait, print one progress line per
+  change, then the outcome and the result.
+* ``jobsetctl status NAME [-n NS] [-o json]``: a human summary, or the JobSet status shape
+  (conditions, terminalState, restarts, restartsCountTowardsMax, replicatedJobsStatus) for
+  either backend.
+* ``jobsetctl delete NAME [-n NS] [--wait]``: delete with foreground propagation.
+* ``jobsetctl logs NAME [-n NS] [--replicated-job R --job-index J --pod-index P] [--follow]``.
+
+Exit codes: 0 completed (or done), 1 failed (or an error from the cluster), 2 invalid input,
+3 timeout. Connection settings come from ``--kubeconfig``/``--context``, else ``$KUBECONFIG``
+or ``~/.kube/config``, else the in-cluster service account
+(:class:`~jobset_core.client.ClientSettings`).
+
+``run`` is idempotent: the JobSet carries an identity label derived from its name and spec
+(plus any ``--identity KEY=VALUE``), so running the same file again, e.g. after the first
+process was killed, reattaches to the same JobSet instead of creating a second one.
+
+The commands plug into :mod:`jobset_core.cli` through :func:`commands` (or
+:func:`register` for a plain ``argparse`` sub-parser set); ``python -m
+jobset_core.cli_cluster`` runs them on their own. Nothing here exits the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from jobset_core.backends import BackendProtocol, Handle
+    from jobset_core.cli import Command, Streams
+    from jobset_core.client import JobSetClient
+    from jobset_core.models import JobSet
+    from jobset_core.outcome import Outcome
+
+__all__ = [
+    "EXIT_COMPLETED",
+    "EXIT_FAILED",
+    "EXIT_INVALID",
+    "EXIT_TIMEOUT",
+    "commands",
+    "main",
+    "register",
+]
+
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_INVALID = 2
+EXIT_TIMEOUT = 3
+
+_BACKENDS = ("auto", "controller", "native")
+_LOG_JOIN_SECONDS = 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# plumbing shared by the commands
+
+
+def _add_connection(parser: argparse.ArgumentParser, *, with_backend: bool = True) -> None:
+    parser.add_argument("-n", "--namespace", help="namespace (default: the file's, else default)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube)")
+    parser.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    if with_backend:
+        parser.add_argument(
+            "--backend",
+            choices=_BACKENDS,
+            default="auto",
+            help="controller when the JobSet API is served (auto, the default), or native",
+        )
+
+
+@contextmanager
+def _session(args: argparse.Namespace) -> Iterator[tuple[JobSetClient, BackendProtocol]]:
+    from jobset_core.backends.auto import choose_backend
+    from jobset_core.client import ClientSettings, JobSetClient
+
+    settings = ClientSettings(kubeconfig_path=args.kubeconfig, context=args.context)
+    with JobSetClient(settings) as client:
+        yield client, choose_backend(client, args.backend)
+
+
+def _guard(name: str, work: Callable[[argparse.Namespace, Streams], int]) -> Any:
+    """Run a command, turning our errors into a message and an exit code."""
+
+    def run(args: argparse.Namespace, streams: Streams) -> int:
+        from jobset_core.client import ConfigError
+        from jobset_core.errors import Invalid, JobSetError, SpecError, WaitTimeout
+
+        try:
+            return work(args, streams)
+        except SpecError as err:
+            source = f"{err.source}: " if err.source else ""
+            for problem in err.problems:
+                _say(streams.err, f"{source}{problem}")
+            return EXIT_INVALID
+        except Invalid as err:
+            _say(streams.err, f"jobsetctl {name}: {err}")
+            for problem in err.causes:
+                _say(streams.err, f"  {problem}")
+            return EXIT_INVALID
+        except (ConfigError, ValueError) as err:
+            _say(streams.err, f"jobsetctl {name}: {err}")
+            return EXIT_INVALID
+        except WaitTimeout as err:
+            _say(streams.err, f"jobsetctl {name}: {err}")
+            return EXIT_TIMEOUT
+        except JobSetError as err:
+            _say(streams.err, f"jobsetctl {name}: {err}")
+            return EXIT_FAILED
+
+    return run
+
+
+def _say(stream: TextIO, line: str) -> None:
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def _attach(backend: BackendProtocol, args: argparse.Namespace) -> Handle:
+    return backend.attach(args.name, namespace=args.namespace or "default")
+
+
+# --------------------------------------------------------------------------------------------
+# run
+
+
+def _configure_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="YAML/JSON file with one JobSet, or -")
+    _add_connection(parser)
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="give up waiting after S seconds (exit 3)"
+    )
+    parser.add_argument(
+        "--follow-logs", action="store_true", help="stream the coordinator's (or first) pod log"
+    )
+    parser.add_argument(
+        "--identity",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an identity label of this run (repeatable; default: a hash of name and spec)",
+    )
+
+
+def _load_one(file: str, streams: Streams) -> JobSet:
+    from pathlib import Path
+
+    from jobset_core.errors import Problem, SpecError
+    from jobset_core.models import load_jobsets
+
+    label = "<stdin>" if file == "-" else file
+    try:
+        jobsets = load_jobsets(streams.stdin.read() if file == "-" else Path(file))
+    except SpecError as err:
+        raise SpecError(err.problems, source=label) from None
+    except OSError as err:
+        raise SpecError([Problem("", f"cannot read: {err}", "read")], source=label) from None
+    if len(jobsets) != 1:
+        problem = Problem("", f"expected exactly one JobSet, found {len(jobsets)}", "one")
+        raise SpecError([problem], source=label)
+    return jobsets[0]
+
+
+def _identity(jobset: JobSet, pairs: Sequence[str]) -> dict[str, str]:
+    from jobset_core.backends._common import spec_fingerprint
+
+    identity = {"spec": spec_fingerprint(jobset)}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--identity expects KEY=VALUE, got {pair!r}")
+        identity[key] = value
+    return identity
+
+
+def _follow_logs(backend: BackendProtocol, handle: Handle, out: TextIO) -> threading.Thread:
+    def copy() -> None:
+        try:
+            for line in backend.stream_logs(handle, follow=True):
+                _say(out, f"log: {line}")
+        except Exception as err:  # a log stream is a courtesy: never fail the run over it
+            _say(out, f"log: <stream ended: {err}>")
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread
+
+
+def _summary(outcome: Outcome) -> list[str]:
+    head = f"{outcome.phase.value}: JobSet {outcome.namespace}/{outcome.name}"
+    lines = [f"{head} restarts={outcome.restarts}"]
+    if outcome.reason or outcome.message:
+        lines.append(f"  {outcome.reason}: {outcome.message}".rstrip(": "))
+    for counts in outcome.replicated_jobs:
+        lines.append(
+            f"  {counts.name}: replicas={counts.replicas} ready={counts.ready} "
+            f"active={counts.active} succeeded={counts.succeeded} failed={counts.failed} "
+            f"suspended={counts.suspended}"
+        )
+    if outcome.duration_seconds is not None:
+        lines.append(f"  duration: {outcome.duration_seconds:g}s")
+    if outcome.result is not None:
+        lines.append(f"  result: {json.dumps(outcome.result)}")
+    return lines
+
+
+def _run(args: argparse.Namespace, streams: Streams) -> int:
+    jobset = _load_one(args.file, streams)
+    namespace = args.namespace or jobset.metadata.namespace or "default"
+    identity = _identity(jobset, args.identity)
+    with _session(args) as (_, backend):
+        submission = backend.submit(jobset, namespace=namespace, identity=identity)
+        handle = submission.handle
+        verb = "created" if submission.created else "adopted"
+        _say(
+            streams.out,
+            f"{verb}: JobSet {namespace}/{handle.name} uid={handle.uid} backend={handle.backend}",
+        )
+        logs = _follow_logs(backend, handle, streams.out) if args.follow_logs else None
+        outcome = backend.wait(
+            handle, timeout=args.timeout, on_progress=lambda p: _say(streams.out, p.line())
+        )
+        if logs is not None:
+            logs.join(_LOG_JOIN_SECONDS)
+        for line in _summary(outcome):
+            _say(streams.out, line)
+        if outcome.succeeded:
+            return EXIT_COMPLETED
+        for pod, text in backend.failed_pod_logs(handle, tail_lines=20).items():
+            _say(streams.err, f"--- failed pod {pod} (last lines)")
+            streams.err.write(text if text.endswith("\n") or not text else text + "\n")
+        return EXIT_FAILED
+
+
+# --------------------------------------------------------------------------------------------
+# status, delete, logs
+
+
+def _configure_status(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    _add_connection(parser)
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="output format"
+    )
+
+
+def _status(args: argparse.Namespace, streams: Streams) -> int:
+    from jobset_core.backends._common import status_document
+
+    with _session(args) as (_, backend):
+        handle = _attach(backend, args)
+        if args.output == "json":
+            document = status_document(backend.jobset_status(handle))
+            _say(streams.out, json.dumps(document, indent=2, sort_keys=True))
+            return EXIT_COMPLETED
+        outcome = backend.status(handle)
+        _say(streams.out, f"backend: {handle.backend} uid: {handle.uid}")
+        for line in _summary(outcome):
+            _say(streams.out, line)
+        return EXIT_COMPLETED
+
+
+def _configure_delete(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    _add_connection(parser)
+    parser.add_argument(
+        "--wait", action="store_true", help="wait until the JobSet, Jobs, pods and Service are gone"
+    )
+    parser.add_argument("--timeout", type=float, metavar="S", help="longest wait (exit 3)")
+
+
+def _delete(args: argparse.Namespace, streams: Streams) -> int:
+    with _session(args) as (_, backend):
+        handle = _attach(backend, args)
+        backend.delete(handle, wait=args.wait, timeout=args.timeout)
+        gone = "deleted" if args.wait else "deletion requested"
+        _say(streams.out, f"{gone}: JobSet {handle.namespace}/{handle.name}")
+        return EXIT_COMPLETED
+
+
+def _configure_logs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    _add_connection(parser)
+    parser.add_argument("--replicated-job", metavar="R", help="default: coordinator, else first")
+    parser.add_argument("--job-index", type=int, default=0, metavar="J")
+    parser.add_argument("--pod-index", type=int, default=0, metavar="P")
+    parser.add_argument("-f", "--follow", action="store_true", help="stream while it runs")
+
+
+def _logs(args: argparse.Namespace, streams: Streams) -> int:
+    with _session(args) as (_, backend):
+        handle = _attach(backend, args)
+        lines = backend.stream_logs(
+            handle,
+            replicated_job=args.replicated_job,
+            job_index=args.job_index,
+            pod_index=args.pod_index,
+            follow=args.follow,
+        )
+        for line in lines:
+            _say(streams.out, line)
+        return EXIT_COMPLETED
+
+
+# --------------------------------------------------------------------------------------------
+# plugging in
+
+_TABLE: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Any], ...] = (
+    (
+        "run",
+        "submit a JobSet, wait and print its progress (0 ok, 1 failed, 2 invalid, 3 timeout)",
+        _configure_run,
+        _run,
+    ),
+    (
+        "status",
+        "show a JobSet's state (-o json: the JobSet status shape)",
+        _configure_status,
+        _status,
+    ),
+    ("delete", "delete a JobSet and everything it created", _configure_delete, _delete),
+    (
+        "logs",
+        "print a pod's log (default: the coordinator, else the first pod)",
+        _configure_logs,
+        _logs,
+    ),
+)
+
+
+def commands() -> tuple[Command, ...]:
+    """The cluster subcommands as :class:`jobset_core.cli.Command` entries.
+
+    ``jobset_core.cli`` adds them with ``COMMANDS = (VALIDATE, RENDER, *commands())``.
+    """
+    from jobset_core.cli import Command
+
+    return tuple(
+        Command(name=name, help=text, configure=configure, run=_guard(name, work))
+        for name, text, configure, work in _TABLE
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the cluster subcommands to an ``argparse`` sub-parser set; each parser's
+    ``command`` default is a :class:`jobset_core.cli.Command` (call ``command.run(args,
+    streams)``)."""
+    for command in commands():
+        child = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(child)
+        child.set_defaults(command=command)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
+) -> int:
+    """Run the cluster subcommands on their own; return the exit code."""
+    from jobset_core.cli import Streams
+
+    streams = Streams(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin)
+    parser = argparse.ArgumentParser(prog="jobsetctl", description="Run JobSets on a cluster.")
+    register(parser.add_subparsers(title="commands", metavar="COMMAND", required=True))
+    try:
+        with redirect_stdout(streams.out), redirect_stderr(streams.err):
+            args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else EXIT_INVALID
+    command: Command = args.command
+    return command.run(args, streams)
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m jobset_core.cli_cluster
+    sys.exit(main())
