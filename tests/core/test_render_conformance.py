@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from jobset_core import labels
 from jobset_core.models import load_jobset
 from jobset_core.render import render
 
@@ -241,8 +242,15 @@ def _raw(response: Any) -> dict[str, Any]:
     return data
 
 
-def _created_jobs(devcluster: Any, namespace: str) -> set[str]:
-    listed = _raw(devcluster.batch.list_namespaced_job(namespace, _preload_content=False))
+def _created_jobs(devcluster: Any, namespace: str, restart_attempt: int) -> set[str]:
+    """Names of the Jobs of that restart attempt (earlier attempts may still be terminating)."""
+    listed = _raw(
+        devcluster.batch.list_namespaced_job(
+            namespace,
+            label_selector=f"{labels.RESTART_ATTEMPT}={restart_attempt}",
+            _preload_content=False,
+        )
+    )
     return {job["metadata"]["name"] for job in listed["items"]}
 
 
@@ -384,15 +392,32 @@ def test_controller_creates_what_we_render_own_cases(
     _compare(devcluster, cluster_namespace, document)
 
 
-def _compare(devcluster: Any, ns: str, document: dict[str, Any]) -> None:
+def test_recreated_jobs_carry_the_restart_attempt(devcluster: Any, cluster_namespace: str) -> None:
+    """After a restart the controller recreates every Job with ``restart-attempt: 1``."""
+    document = _jobset(
+        "restarts",
+        _rjob(
+            "w",
+            2,
+            job_spec={"backoffLimit": 0},
+            pod_meta={"annotations": {"devcluster/fail-until-attempt": "1"}},
+        ),
+        _rjob("d", 1),
+        failurePolicy={"maxRestarts": 2},
+    )
+    _compare(devcluster, cluster_namespace, document, restart_attempt=1)
+
+
+def _compare(devcluster: Any, ns: str, document: dict[str, Any], restart_attempt: int = 0) -> None:
     created = _create(devcluster, ns, document)
-    ours = render(load_jobset(document), ns, uid=created["metadata"]["uid"])
+    uid = created["metadata"]["uid"]
+    ours = render(load_jobset(document), ns, restart_attempt, uid=uid)
 
     deadline = time.monotonic() + CREATE_TIMEOUT
-    jobs = _created_jobs(devcluster, ns)
+    jobs = _created_jobs(devcluster, ns, restart_attempt)
     while set(ours.job_names) - jobs and time.monotonic() < deadline:
         time.sleep(0.5)
-        jobs = _created_jobs(devcluster, ns)
+        jobs = _created_jobs(devcluster, ns, restart_attempt)
 
     problems: list[str] = []
     assert jobs <= set(ours.job_names), "the controller created Jobs we did not render"
@@ -416,6 +441,10 @@ def _compare(devcluster: Any, ns: str, document: dict[str, Any]) -> None:
 
     assert not problems, "\n".join(problems)
     missing = [name for name in ours.job_names if name not in jobs]
+    if ours.job_names and not jobs:
+        pytest.fail(
+            f"the controller created none of {list(ours.job_names)} (attempt {restart_attempt})"
+        )
     if missing:
         pytest.skip(
             f"compared {len(jobs)} of {len(ours.job_names)} Jobs; the devcluster did not let the "
