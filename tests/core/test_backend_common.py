@@ -1,0 +1,713 @@
+"""The pure machinery both backends share (:mod:`jobset_core.backends._common`).
+
+Table-driven: identity labels and names, adoption, outcomes read from JobSet statuses written
+the way the upstream controller writes them (reasons and messages from
+``pkg/constants/constants.go``), the wait tracker, the log pod, the result, failed pods and
+creation-failure events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobset_core.backends import _common as common
+from jobset_core.errors import CreationFailed, IdentityMismatch, SpecError
+from jobset_core.models import JobSet, JobSetStatus, load_jobset
+from jobset_core.naming import label_value_errors
+from jobset_core.outcome import Phase, ReplicatedJobCounts
+
+# ---------------------------------------------------------------------------------- builders
+
+
+def make_jobset(
+    name: str | None = "js",
+    *,
+    rjobs: tuple[tuple[str, int], ...] = (("driver", 1), ("workers", 2)),
+    coordinator: dict[str, Any] | None = None,
+    status: dict[str, Any] | None = None,
+    suspend: bool | None = None,
+    generate_name: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> JobSet:
+    metadata: dict[str, Any] = {"namespace": "ns", "uid": "u-1"}
+    if name:
+        metadata["name"] = name
+    if generate_name:
+        metadata["generateName"] = generate_name
+    if labels:
+        metadata["labels"] = labels
+    metadata["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    spec: dict[str, Any] = {
+        "replicatedJobs": [
+            {
+                "name": rj,
+                "replicas": replicas,
+                "template": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}},
+            }
+            for rj, replicas in rjobs
+        ]
+    }
+    if coordinator is not None:
+        spec["coordinator"] = coordinator
+    if suspend is not None:
+        spec["suspend"] = suspend
+    body: dict[str, Any] = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": metadata,
+        "spec": spec,
+    }
+    if status is not None:
+        body["status"] = status
+    return load_jobset(body)
+
+
+def condition(type_: str, status: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2024-01-01T00:01:40Z",
+    }
+
+
+def rj_status(name: str, **counts: int) -> dict[str, Any]:
+    base = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+    return {"name": name, **base, **counts}
+
+
+def pod(
+    name: str,
+    rjob: str,
+    job_index: int,
+    completion: int | None = 0,
+    *,
+    attempt: int = 0,
+    created: str = "2024-01-01T00:00:00Z",
+    phase: str = "Running",
+    terminated: dict[str, dict[str, Any]] | None = None,
+    containers: tuple[str, ...] = ("main",),
+) -> dict[str, Any]:
+    labels = {
+        "jobset.sigs.k8s.io/replicatedjob-name": rjob,
+        "jobset.sigs.k8s.io/job-index": str(job_index),
+        "jobset.sigs.k8s.io/restart-attempt": str(attempt),
+    }
+    if completion is not None:
+        labels["batch.kubernetes.io/job-completion-index"] = str(completion)
+    statuses = [
+        {"name": c, "state": {"terminated": (terminated or {})[c]}}
+        if c in (terminated or {})
+        else {"name": c, "state": {"running": {}}}
+        for c in containers
+    ]
+    return {
+        "metadata": {"name": name, "labels": labels, "creationTimestamp": created},
+        "spec": {"containers": [{"name": c} for c in containers]},
+        "status": {"phase": phase, "containerStatuses": statuses},
+    }
+
+
+# ---------------------------------------------------------------------------------- identity
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("run-1", "run-1", id="valid-kept"),
+        pytest.param("", "", id="empty-kept"),
+        pytest.param("a" * 63, "a" * 63, id="63-chars-kept"),
+    ],
+)
+def test_label_safe_keeps_valid_values(value: str, expected: str) -> None:
+    assert common.label_safe(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("manual__2024-01-01T00:00:00+00:00", id="airflow-run-id"),
+        pytest.param("a" * 64, id="too-long"),
+        pytest.param("-leading-dash", id="leading-dash"),
+        pytest.param("::::", id="nothing-readable"),
+    ],
+)
+def test_label_safe_makes_invalid_values_valid_and_stable(value: str) -> None:
+    safe = common.label_safe(value)
+    assert not label_value_errors(safe)
+    assert safe == common.label_safe(value)
+    assert safe != common.label_safe(value + "x")
+
+
+def test_identity_labels_prefix_bare_keys_and_keep_qualified_ones() -> None:
+    labels = common.identity_labels({"run": "r1", "example.com/dag": "d"})
+    assert labels == {"jobset-core/run": "r1", "example.com/dag": "d"}
+
+
+@pytest.mark.parametrize(
+    "key", ["", "bad key", "x/", "-x"], ids=["empty", "space", "no-name", "dash"]
+)
+def test_identity_labels_reject_invalid_keys(key: str) -> None:
+    with pytest.raises(ValueError, match="identity key"):
+        common.identity_labels({key: "v"})
+
+
+def test_resolve_name_prefers_metadata_name() -> None:
+    assert common.resolve_name(make_jobset("given"), {"run": "1"}) == "given"
+
+
+def test_resolve_name_is_deterministic_from_identity() -> None:
+    js = make_jobset(None, generate_name="train-")
+    first = common.resolve_name(js, {"run": "1", "try": "2"})
+    assert first == common.resolve_name(js, {"try": "2", "run": "1"})
+    assert first != common.resolve_name(js, {"run": "2", "try": "2"})
+    assert first.startswith("train-")
+    assert len(first) == len("train-") + common.NAME_HASH_LENGTH
+
+
+def test_resolve_name_without_prefix_or_identity() -> None:
+    assert common.resolve_name(make_jobset(None), {"run": "1"}).startswith("jobset-")
+    with pytest.raises(SpecError, match=r"metadata\.name"):
+        common.resolve_name(make_jobset(None, generate_name="x-"), None)
+
+
+def test_resolve_name_keeps_derived_names_short() -> None:
+    js = make_jobset(None, generate_name="a" * 60 + "-")
+    assert len(common.resolve_name(js, {"run": "1"})) <= 40
+
+
+def test_stamp_identity_names_labels_and_keeps_user_labels() -> None:
+    js = make_jobset(None, generate_name="t-", labels={"team": "ml"})
+    stamped, marks = common.stamp_identity(js, "ns", {"run": "1"})
+    assert marks == {"jobset-core/run": "1"}
+    assert stamped.metadata.labels == {"team": "ml", "jobset-core/run": "1"}
+    assert stamped.metadata.generate_name is None
+    assert stamped.name == common.resolve_name(js, {"run": "1"})
+    assert js.metadata.labels == {"team": "ml"}  # the input is not changed
+
+
+def test_stamp_identity_rejects_a_conflicting_namespace() -> None:
+    with pytest.raises(SpecError, match=r"metadata\.namespace"):
+        common.stamp_identity(make_jobset(), "other", {"run": "1"})
+
+
+def test_spec_fingerprint_follows_name_and_spec() -> None:
+    a = common.spec_fingerprint(make_jobset("a"))
+    assert a == common.spec_fingerprint(make_jobset("a"))
+    assert a != common.spec_fingerprint(make_jobset("b"))
+    assert a != common.spec_fingerprint(make_jobset("a", suspend=True))
+
+
+ADOPTION_CASES = [
+    pytest.param({"k": "v"}, "u1", {"k": "v"}, None, None, id="labels-match"),
+    pytest.param({"k": "v"}, "u1", {"k": "v"}, "u1", None, id="labels-and-uid-match"),
+    pytest.param({"k": "v", "x": "y"}, "u1", {"k": "v"}, None, None, id="extra-labels-fine"),
+    pytest.param({"k": "w"}, "u1", {"k": "v"}, None, "identity labels differ", id="label-differs"),
+    pytest.param({}, "u1", {"k": "v"}, None, "identity labels differ", id="label-missing"),
+    pytest.param({"k": "v"}, "u2", {"k": "v"}, "u1", "uid is u2", id="uid-differs"),
+    pytest.param({}, "u1", {}, "u1", None, id="uid-only-matches"),
+    pytest.param({"k": "v"}, "u1", {}, None, "no identity", id="nothing-to-prove"),
+]
+
+
+@pytest.mark.parametrize(("labels", "uid", "expected", "expected_uid", "why"), ADOPTION_CASES)
+def test_adoption_problem(
+    labels: dict[str, str],
+    uid: str,
+    expected: dict[str, str],
+    expected_uid: str | None,
+    why: str | None,
+) -> None:
+    problem = common.adoption_problem(
+        kind="JobSet",
+        namespace="ns",
+        name="js",
+        labels=labels,
+        uid=uid,
+        expected_labels=expected,
+        expected_uid=expected_uid,
+    )
+    if why is None:
+        assert problem is None
+    else:
+        assert isinstance(problem, IdentityMismatch)
+        assert why in str(problem)
+        assert "JobSet ns/js" in str(problem)
+
+
+def test_jobset_selector() -> None:
+    assert common.jobset_selector("js") == {"jobset.sigs.k8s.io/jobset-name": "js"}
+    assert common.jobset_selector("js", "u")["jobset.sigs.k8s.io/jobset-uid"] == "u"
+
+
+# ---------------------------------------------------------------------------------- outcome
+
+FIRST_FAILED = "(first failed job: js-workers-1)"
+
+OUTCOME_CASES = [
+    pytest.param(None, None, Phase.PENDING, "", id="never-reconciled"),
+    pytest.param({"restarts": 0}, None, Phase.PENDING, "", id="no-jobs-yet"),
+    pytest.param(
+        {"replicatedJobsStatus": [rj_status("workers", active=2)]},
+        None,
+        Phase.RUNNING,
+        "",
+        id="active",
+    ),
+    pytest.param(
+        {
+            "conditions": [
+                condition(
+                    "StartupPolicyInProgress",
+                    "True",
+                    "InOrderStartupPolicyInProgress",
+                    "in order startup policy is in progress",
+                )
+            ],
+            "replicatedJobsStatus": [rj_status("driver", ready=1, active=1)],
+        },
+        None,
+        Phase.RUNNING,
+        "InOrderStartupPolicyInProgress",
+        id="in-order-startup",
+    ),
+    pytest.param(
+        {
+            "conditions": [
+                condition("Completed", "True", "AllJobsCompleted", "jobset completed successfully")
+            ],
+            "terminalState": "Completed",
+        },
+        None,
+        Phase.COMPLETED,
+        "AllJobsCompleted",
+        id="completed",
+    ),
+    pytest.param(
+        {
+            "conditions": [
+                condition(
+                    "Failed",
+                    "True",
+                    "ReachedMaxRestarts",
+                    f"jobset failed due to reaching max number of restarts {FIRST_FAILED}",
+                )
+            ],
+            "terminalState": "Failed",
+            "restarts": 2,
+            "restartsCountTowardsMax": 2,
+        },
+        None,
+        Phase.FAILED,
+        "ReachedMaxRestarts",
+        id="failed-max-restarts",
+    ),
+    pytest.param(
+        {
+            "conditions": [
+                condition(
+                    "RestartingJobSet",
+                    "True",
+                    "DefaultFailurePolicy",
+                    f"applying RestartJobSet failure policy action {FIRST_FAILED}",
+                )
+            ],
+            "restarts": 1,
+        },
+        None,
+        Phase.RESTARTING,
+        "DefaultFailurePolicy",
+        id="restarting",
+    ),
+    pytest.param(
+        {"conditions": [condition("RestartingJobSet", "False", "JobsReady", "all jobs are ready")]},
+        None,
+        Phase.PENDING,
+        "",
+        id="restart-over",
+    ),
+    pytest.param(
+        {"conditions": [condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")]},
+        True,
+        Phase.SUSPENDED,
+        "SuspendedJobs",
+        id="suspended",
+    ),
+    pytest.param(None, True, Phase.SUSPENDED, "", id="suspended-before-reconcile"),
+    pytest.param(
+        {"conditions": [condition("Suspended", "False", "ResumeJobs", "jobset is resumed")]},
+        False,
+        Phase.PENDING,
+        "",
+        id="resumed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("status", "suspend", "phase", "reason"), OUTCOME_CASES)
+def test_build_outcome_phase_and_reason(
+    status: dict[str, Any] | None, suspend: bool | None, phase: Phase, reason: str
+) -> None:
+    outcome = common.build_outcome(make_jobset(status=status, suspend=suspend), "controller")
+    assert outcome.phase is phase
+    assert outcome.reason == reason
+    assert outcome.terminal_state == (phase.value if phase.terminal else None)
+
+
+def test_build_outcome_reads_everything_of_a_failed_run() -> None:
+    status = {
+        "conditions": [
+            condition(
+                "Failed",
+                "True",
+                "FailJobSetFailurePolicyAction",
+                f"applying FailJobSet failure policy action {FIRST_FAILED}",
+            )
+        ],
+        "terminalState": "Failed",
+        "restarts": 3,
+        "restartsCountTowardsMax": 1,
+        "replicatedJobsStatus": [rj_status("workers", failed=1, succeeded=1)],
+    }
+    outcome = common.build_outcome(make_jobset(status=status), "controller", result={"a": 1})
+    assert (outcome.name, outcome.namespace, outcome.uid) == ("js", "ns", "u-1")
+    assert outcome.failed_job == "js-workers-1"
+    assert (outcome.restarts, outcome.restarts_count_towards_max) == (3, 1)
+    assert outcome.finished_at == "2024-01-01T00:01:40Z"
+    assert outcome.duration_seconds == 100.0
+    assert outcome.result == {"a": 1}
+    assert outcome.replicated_jobs == (
+        ReplicatedJobCounts(name="driver", replicas=1),
+        ReplicatedJobCounts(name="workers", replicas=2, failed=1, succeeded=1),
+    )
+
+
+def test_replicated_job_counts_follow_spec_order_not_status_order() -> None:
+    # Upstream writes replicatedJobsStatus sorted by name, descending.
+    status = {"replicatedJobsStatus": [rj_status("b", ready=1), rj_status("a", active=1)]}
+    js = make_jobset(rjobs=(("a", 1), ("b", 3)), status=status)
+    assert [(c.name, c.replicas) for c in common.replicated_job_counts(js)] == [("a", 1), ("b", 3)]
+
+
+@pytest.mark.parametrize(
+    ("message", "job"),
+    [
+        pytest.param(
+            f"jobset failed due to one or more job failures {FIRST_FAILED}",
+            "js-workers-1",
+            id="suffix",
+        ),
+        pytest.param("jobset completed successfully", None, id="none"),
+        pytest.param("jobset failed due to reaching max number of restarts", None, id="in-place"),
+    ],
+)
+def test_failed_job_from_message(message: str, job: str | None) -> None:
+    assert common.failed_job_from_message(message) == job
+
+
+def test_restart_details_name_the_failed_job_and_its_failure() -> None:
+    status = {
+        "conditions": [
+            condition(
+                "RestartingJobSet",
+                "True",
+                "FailurePolicy_retry",
+                f"applying RestartJobSet failure policy action {FIRST_FAILED}",
+            )
+        ],
+        "restarts": 1,
+    }
+    js = make_jobset(status=status)
+    outcome = common.build_outcome(js, "controller")
+    assert common.restart_failed_job(js) == "js-workers-1"
+    detail = common.job_failure(
+        {
+            "metadata": {"name": "js-workers-1"},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
+                    }
+                ]
+            },
+        }
+    )
+    back = common.restart_details(outcome, js, detail)
+    assert back.phase is Phase.RESTARTING and back.terminal_state is None
+    assert back.reason == "FailurePolicy_retry"
+    assert back.failed_job == "js-workers-1"
+    assert back.message.endswith(
+        "job js-workers-1 failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+    )
+
+
+def test_job_failure_is_empty_for_a_job_that_did_not_fail() -> None:
+    assert common.job_failure({"metadata": {"name": "j"}, "status": {"active": 1}}) == ""
+
+
+def test_status_document_has_every_key() -> None:
+    assert common.status_document(None) == {
+        "conditions": [],
+        "terminalState": "",
+        "restarts": 0,
+        "restartsCountTowardsMax": 0,
+        "replicatedJobsStatus": [],
+    }
+    status = JobSetStatus.model_validate(
+        {"restarts": 2, "terminalState": "Failed", "replicatedJobsStatus": [rj_status("a")]}
+    )
+    document = common.status_document(status)
+    assert document["restarts"] == 2 and document["terminalState"] == "Failed"
+    assert document["replicatedJobsStatus"][0]["name"] == "a"
+
+
+# ---------------------------------------------------------------------------------- tracker
+
+
+def snapshots(*statuses: dict[str, Any]) -> list[JobSet]:
+    return [make_jobset(status=s) for s in statuses]
+
+
+RUNNING = {"replicatedJobsStatus": [rj_status("workers", active=2)]}
+RUNNING_READY = {"replicatedJobsStatus": [rj_status("workers", active=2, ready=2)]}
+RESTARTING = {
+    "restarts": 1,
+    "conditions": [
+        condition("RestartingJobSet", "True", "DefaultFailurePolicy", f"x {FIRST_FAILED}")
+    ],
+}
+DONE = {
+    "restarts": 1,
+    "conditions": [
+        condition("Completed", "True", "AllJobsCompleted", "jobset completed successfully")
+    ],
+    "terminalState": "Completed",
+}
+
+
+def test_tracker_reports_changes_once_and_ends_on_terminal() -> None:
+    tracker = common.WaitTracker("controller")
+    steps = [
+        tracker.observe(js) for js in snapshots(RUNNING, RUNNING, RUNNING_READY, RESTARTING, DONE)
+    ]
+    kinds = [s.progress.kind if s.progress else None for s in steps]
+    assert kinds == ["status", None, "status", "restarting", "status"]
+    assert [s.done for s in steps] == [False, False, False, False, True]
+    assert not any(s.restarted for s in steps)
+
+
+def test_tracker_returns_on_restart_beyond_the_baseline() -> None:
+    tracker = common.WaitTracker("controller", return_on_restart=True)
+    first = tracker.observe(make_jobset(status=RUNNING))
+    assert tracker.baseline_restarts == 0 and not first.done
+    step = tracker.observe(make_jobset(status=RESTARTING))
+    assert step.done and step.restarted
+
+
+def test_tracker_baseline_is_the_first_snapshot() -> None:
+    # Reattached during restart 1: only a further restart ends the wait.
+    tracker = common.WaitTracker("controller", return_on_restart=True)
+    assert not tracker.observe(make_jobset(status=RESTARTING)).done
+    again = dict(RESTARTING, restarts=2)
+    step = tracker.observe(make_jobset(status=again))
+    assert step.done and step.restarted
+
+
+def test_tracker_terminal_wins_over_restart() -> None:
+    tracker = common.WaitTracker("controller", return_on_restart=True)
+    tracker.observe(make_jobset(status=RUNNING))
+    step = tracker.observe(make_jobset(status=DONE))
+    assert step.done and not step.restarted
+
+
+# ---------------------------------------------------------------------------------- pods
+
+
+@pytest.mark.parametrize(
+    ("coordinator", "asked", "target"),
+    [
+        pytest.param(None, None, common.PodRef("driver"), id="first-rjob"),
+        pytest.param(
+            {"replicatedJob": "workers", "jobIndex": 1, "podIndex": 0},
+            None,
+            common.PodRef("workers", 1, 0),
+            id="coordinator",
+        ),
+        pytest.param(
+            {"replicatedJob": "workers"}, ("driver", 0, 0), common.PodRef("driver"), id="asked-wins"
+        ),
+    ],
+)
+def test_log_pod_target(
+    coordinator: dict[str, Any] | None, asked: tuple[str, int, int] | None, target: common.PodRef
+) -> None:
+    js = make_jobset(coordinator=coordinator)
+    kwargs = {}
+    if asked:
+        kwargs = {"replicated_job": asked[0], "job_index": asked[1], "pod_index": asked[2]}
+    assert common.log_pod_target(js, **kwargs) == target  # type: ignore[arg-type]
+
+
+def test_log_pod_target_without_a_jobset_needs_a_replicated_job() -> None:
+    assert common.log_pod_target(None) is None
+    assert common.log_pod_target(None, replicated_job="w", pod_index=2) == common.PodRef("w", 0, 2)
+
+
+PODS = [
+    pod("js-driver-0-0-aaaaa", "driver", 0, 0),
+    pod("js-workers-0-0-bbbbb", "workers", 0, 0),
+    pod("js-workers-0-1-ccccc", "workers", 0, 1),
+    pod("js-workers-1-0-ddddd", "workers", 1, 0),
+    # A retried pod of workers-1 index 1, and the pod of restart attempt 1.
+    pod("js-workers-1-1-eeeee", "workers", 1, 1, created="2024-01-01T00:00:00Z"),
+    pod("js-workers-1-1-fffff", "workers", 1, 1, created="2024-01-01T00:00:09Z"),
+    pod("js-workers-1-1-ggggg", "workers", 1, 1, attempt=1, created="2024-01-01T00:00:05Z"),
+]
+
+
+@pytest.mark.parametrize(
+    ("target", "name"),
+    [
+        pytest.param(common.PodRef("driver"), "js-driver-0-0-aaaaa", id="driver"),
+        pytest.param(common.PodRef("workers", 0, 1), "js-workers-0-1-ccccc", id="by-index"),
+        pytest.param(common.PodRef("workers", 1, 1), "js-workers-1-1-ggggg", id="latest-attempt"),
+        pytest.param(common.PodRef("workers", 1, 0), "js-workers-1-0-ddddd", id="job-1"),
+        pytest.param(common.PodRef("workers", 2, 0), None, id="no-such-job"),
+        pytest.param(common.PodRef("workers", 0, 5), None, id="no-such-pod"),
+        pytest.param(common.PodRef("other"), None, id="no-such-rjob"),
+    ],
+)
+def test_choose_log_pod(target: common.PodRef, name: str | None) -> None:
+    chosen = common.choose_log_pod(PODS, target)
+    assert (chosen["metadata"]["name"] if chosen else None) == name
+
+
+def test_choose_log_pod_non_indexed_counts_pods_by_name() -> None:
+    pods = [pod("j-0-b", "w", 0, None), pod("j-0-a", "w", 0, None)]
+    assert common.choose_log_pod(pods, common.PodRef("w", 0, 1))["metadata"]["name"] == "j-0-b"  # type: ignore[index]
+    assert common.choose_log_pod(pods, common.PodRef("w", 0, 2)) is None
+
+
+@pytest.mark.parametrize(
+    ("terminated", "result"),
+    [
+        pytest.param(
+            {"main": {"exitCode": 0, "message": '{"loss": 0.1}'}}, {"loss": 0.1}, id="json"
+        ),
+        pytest.param({"main": {"exitCode": 0, "message": "done"}}, "done", id="text"),
+        pytest.param({"main": {"exitCode": 0}}, None, id="no-message"),
+        pytest.param({}, None, id="still-running"),
+        pytest.param(
+            {"side": {"exitCode": 0, "message": "side"}, "main": {"exitCode": 0, "message": "7"}},
+            7,
+            id="first-container-in-spec-order",
+        ),
+        pytest.param({"side": {"exitCode": 0, "message": "s"}}, "s", id="only-side-has-one"),
+    ],
+)
+def test_termination_result(terminated: dict[str, dict[str, Any]], result: Any) -> None:
+    p = pod("p", "w", 0, 0, terminated=terminated, containers=("main", "side"))
+    assert common.termination_result(p) == result
+
+
+def test_termination_result_without_pod() -> None:
+    assert common.termination_result(None) is None
+
+
+def test_failed_pods_and_container() -> None:
+    pods = [
+        pod("b", "w", 0, phase="Failed"),
+        pod("c", "w", 0, phase="Succeeded", terminated={"main": {"exitCode": 0}}),
+        pod("a", "w", 0, phase="Running", terminated={"main": {"exitCode": 3}}),
+        pod("d", "w", 0),
+    ]
+    assert [p["metadata"]["name"] for p in common.failed_pods(pods)] == ["a", "b"]
+    assert common.pod_container(pods[0]) == "main"
+    assert common.pod_container({"spec": {}}) is None
+
+
+def test_leftovers_count_only_the_runs_objects() -> None:
+    js = make_jobset()
+    mine = {"metadata": {"name": "j", "labels": {"jobset.sigs.k8s.io/jobset-uid": "u-1"}}}
+    owned = {"metadata": {"name": "s", "ownerReferences": [{"uid": "u-1"}]}}
+    other = {"metadata": {"name": "x", "labels": {"jobset.sigs.k8s.io/jobset-uid": "u-2"}}}
+    found = common.leftovers(
+        "u-1", jobsets=[js], jobs=[mine, other], pods=[mine], services=[owned, other]
+    )
+    assert found == ["jobset/js", "job/j", "pod/j", "service/s"]
+    assert common.leftovers("u-9", jobsets=[js], jobs=[mine], services=[owned]) == []
+
+
+# ---------------------------------------------------------------------------------- events
+
+
+@pytest.mark.parametrize(
+    ("event", "raised"),
+    [
+        pytest.param(
+            {"type": "Warning", "reason": "JobCreationFailed", "message": "Job.batch is invalid"},
+            True,
+            id="job-creation",
+        ),
+        pytest.param(
+            {"type": "Warning", "reason": "HeadlessServiceCreationFailed", "message": "forbidden"},
+            True,
+            id="service-creation",
+        ),
+        pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": 'jobs.batch "a" already exists',
+            },
+            False,
+            id="already-exists-is-a-cache-race",
+        ),
+        pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": 'jobs.batch "a" already exists\nJob.batch "b" is invalid',
+            },
+            True,
+            id="mixed-errors",
+        ),
+        pytest.param(
+            {"type": "Warning", "reason": "RestartJobSetFailurePolicyAction", "message": "x"},
+            False,
+            id="restart-event",
+        ),
+        pytest.param(
+            {"type": "Normal", "reason": "JobCreationFailed", "message": "x"}, False, id="normal"
+        ),
+    ],
+)
+def test_creation_failure(event: dict[str, Any], raised: bool) -> None:
+    error = common.creation_failure(event, "ns", "js")
+    if not raised:
+        assert error is None
+        return
+    assert isinstance(error, CreationFailed)
+    assert (error.reason, error.message) == (event["reason"], event["message"])
+    assert "JobSet ns/js" in str(error)
+
+
+def test_all_is_sorted_and_exact() -> None:
+    assert common.__all__ == sorted(common.__all__)
+    public = {
+        n for n in vars(common) if not n.startswith("_") and n not in {"annotations", "L", "cond"}
+    }
+    imported = {
+        "Any", "Backend", "Condition", "CreationFailed", "IdentityMismatch", "Iterable", "JobSet",
+        "JobSetStatus", "Mapping", "Outcome", "Phase", "Problem", "Progress",
+        "ReplicatedJobCounts", "Sequence", "SpecError", "dataclass", "decode_result",
+        "dns1035_label_errors", "hashlib", "json", "label_value_errors", "parse_time", "re",
+        "terminal_status",
+    }  # fmt: skip
+    assert set(common.__all__) == public - imported
