@@ -292,8 +292,8 @@ def _jobset(name: str, *rjobs: dict[str, Any], annotations: Any = None, **spec: 
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 NODE_SELECTOR = "alpha.jobset.sigs.k8s.io/node-selector"
 
-#: Our own JobSets for what the upstream examples leave out (the examples found in a fresh
-#: clone's module download are few: see tests/core/conftest.py).
+#: Our own JobSets for what the upstream examples leave out: groups, a coordinator with indexes,
+#: exclusive placement at both levels, the node-selector strategy, suspend, DNS off, claims.
 OWN_CASES = {
     "groups-coordinator-subdomain": _jobset(
         "grp",
