@@ -216,3 +216,36 @@ def test_gated_variant_is_rejected_only_for_its_gate(gated_variant: dict[str, An
     expected = gated_problems(gated_variant)
     assert expected
     assert _problems_without_gates(gated_variant) == expected
+
+
+def _server_rejects(devcluster: Any, namespace: str, document: dict[str, Any]) -> str | None:
+    """Why the devcluster's webhook and CRD (alpha gates off) reject ``document`` on a
+    server-side dry run, or None when they accept it."""
+    from kubernetes.client.exceptions import ApiException
+
+    body = copy.deepcopy(document)
+    body["metadata"] = {**body["metadata"], "namespace": namespace}
+    try:
+        devcluster.create_jobset(namespace, body, dry_run=True)
+    except ApiException as err:
+        assert err.status in (400, 422), err
+        return str(err.body)
+    return None
+
+
+@pytest.mark.cluster
+def test_server_accepts_example_unless_gated(
+    upstream_example: UpstreamExample, devcluster: Any, cluster_namespace: str
+) -> None:
+    document = upstream_example.document
+    reason = _server_rejects(devcluster, cluster_namespace, document)
+    assert (reason is not None) == bool(gated_problems(document)), reason
+
+
+@pytest.mark.cluster
+def test_server_rejects_gated_variant(
+    gated_variant: dict[str, Any], devcluster: Any, cluster_namespace: str
+) -> None:
+    reason = _server_rejects(devcluster, cluster_namespace, gated_variant)
+    assert reason is not None
+    assert "feature gate is disabled" in reason, reason
