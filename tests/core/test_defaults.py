@@ -123,8 +123,8 @@ WEBHOOK_CASES = [
     Case("managedBy field is left nil", js(), {"spec.managedBy": None}),
     Case(
         "when provided, managedBy field is preserved",
-        js(managedBy="other-controller"),
-        {"spec.managedBy": "other-controller"},
+        js(managedBy="example.com/other-controller"),
+        {"spec.managedBy": "example.com/other-controller"},
     ),
     Case(
         "failure policy rule name is defaulted when: there is one rule and it does not have a name",
@@ -318,3 +318,59 @@ def test_template_defaults_create_no_objects() -> None:
     before["completionMode"] = "Indexed"
     before["template"]["spec"]["restartPolicy"] = "OnFailure"
     assert after == before
+
+
+# -- the same objects, defaulted by the devcluster's API server and JobSet webhook -----------
+
+KITCHEN_SINK = js(
+    rj(
+        pod={
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "ports": [{"containerPort": 80}],
+                    "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"key": "k"}}}],
+                    "envFrom": [{"secretRef": {}}],
+                    "readinessProbe": {"grpc": {"port": 9000}},
+                    "volumeMounts": [{"name": "claim", "mountPath": "/claim"}],
+                }
+            ],
+            "imagePullSecrets": [{}],
+            "volumes": [
+                {"name": "cm", "configMap": {}},
+                {"name": "rbd", "rbd": {"monitors": ["m"], "image": "x"}},
+                {"name": "iscsi", "iscsi": {"targetPortal": "t", "iqn": "q", "lun": 0}},
+                {"name": "proj", "projected": {"sources": [{"secret": {}}]}},
+            ],
+        }
+    ),
+    failurePolicy={"maxRestarts": 2, "rules": [{"action": "FailJobSet"}]},
+    volumeClaimPolicies=[
+        {"templates": [{"metadata": {"name": "claim"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}
+    ],
+)
+
+
+def _go_equivalent(value: Any) -> Any:
+    """Drop null, {} and [] (what a round trip through the Go types adds or removes)."""
+    if isinstance(value, dict):
+        cleaned = {k: _go_equivalent(v) for k, v in value.items()}
+        return {k: v for k, v in cleaned.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_go_equivalent(v) for v in value]
+    return value
+
+
+SERVER_CASES = [*WEBHOOK_CASES, Case("CRD: template defaults of many kinds", KITCHEN_SINK, {})]
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("case", SERVER_CASES, ids=[c.id for c in SERVER_CASES])
+def test_server_defaults_the_same(case: Case, devcluster: Any, cluster_namespace: str) -> None:
+    """A server-side dry run returns the object after CRD defaults and the mutating webhook."""
+    body = case.jobset.to_dict()
+    body["metadata"]["namespace"] = cluster_namespace
+    server = devcluster.create_jobset(cluster_namespace, body, dry_run=True)
+    ours = with_defaults(case.jobset).to_dict()
+    assert _go_equivalent(ours["spec"]) == _go_equivalent(server["spec"])

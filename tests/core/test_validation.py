@@ -832,6 +832,30 @@ CRD_CASES = [
             ),
         ),
     ),
+    Case(
+        "an empty dependsOn on the first replicated job counts as set",
+        js(rj("a", dependsOn=[])),
+        ((f"{RJ0}.dependsOn", "depends-on-first", "DependsOn can't be set for the first"),),
+    ),
+    Case(
+        "an empty dependsOn counts as set for the CEL rule",
+        js(rj("a"), rj("b", dependsOn=[]), startupPolicy={"startupPolicyOrder": "InOrder"}),
+        (
+            (
+                "spec.startupPolicy.startupPolicyOrder",
+                "startup-policy-depends-on",
+                "mutually exclusive",
+            ),
+        ),
+    ),
+    Case(
+        "coordinator on a replicated job with 0 replicas: every coordinator problem at once",
+        js(rj("a", replicas=0), coordinator={"replicatedJob": "a"}),
+        (
+            ("spec.coordinator.jobIndex", "coordinator", "coordinator job index 0 is invalid"),
+            ("spec.coordinator.replicatedJob", "coordinator", "must be indexed completion mode"),
+        ),
+    ),
     # Stricter than upstream, which accepts a self-dependency that then never starts.
     Case(
         "a replicated job cannot depend on itself",
