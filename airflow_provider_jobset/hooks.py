@@ -1,0 +1,278 @@
+"""``JobSetHook``: an Airflow ``kubernetes`` connection turned into the core's client settings.
+
+The hook reuses the connection type of the ``cncf.kubernetes`` provider, so an existing
+``kubernetes_default`` connection just works. Its extras (also in their legacy
+``extra__kubernetes__`` spelling) map to :class:`~jobset_core.client.ClientSettings`:
+
+=====================  ==========================================================
+extra                  meaning
+=====================  ==========================================================
+``in_cluster``         use the pod's service account
+``kube_config_path``   a kubeconfig file
+``kube_config``        a kubeconfig's content (JSON or YAML text, or a mapping)
+``cluster_context``    the kubeconfig context
+``namespace``          the default namespace of the operators
+=====================  ==========================================================
+
+With neither, the usual order applies (``$KUBECONFIG`` / ``~/.kube/config``, then in-cluster).
+A missing connection counts as an empty one, like the cncf provider does.
+
+The hook never imports a Kubernetes client until a client is asked for; the async methods
+read the connection through Airflow's async accessors so they never block a triggerer's loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from airflow_provider_jobset._compat import AirflowNotFoundException, BaseHook
+
+if TYPE_CHECKING:
+    from jobset_core.backends._base import AsyncBackendProtocol, BackendProtocol
+    from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
+
+__all__ = ["BackendChoice", "ConnectionConfig", "JobSetHook", "config_from_extras"]
+
+BackendChoice = Literal["auto", "controller", "native"]
+_PREFIX = "extra__kubernetes__"
+
+
+def _field(extras: Mapping[str, Any], name: str) -> Any:
+    if name in extras:
+        return extras[name] or None
+    return extras.get(_PREFIX + name) or None
+
+
+def _as_bool(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def _as_kubeconfig(value: Any) -> dict[str, Any] | None:
+    if value is None or isinstance(value, Mapping):
+        return None if value is None else dict(value)
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = yaml.safe_load(value)
+    if not isinstance(parsed, Mapping):
+        raise ValueError("the connection's kube_config is not a kubeconfig mapping")
+    return dict(parsed)
+
+
+@dataclass(frozen=True)
+class ConnectionConfig:
+    """Plain data read from a connection (no client imported): where and which namespace.
+
+    Attributes:
+        kubeconfig_path: A kubeconfig file.
+        kubeconfig: A kubeconfig's content.
+        context: The kubeconfig context.
+        in_cluster: Use the pod's service account.
+        namespace: The connection's default namespace.
+    """
+
+    kubeconfig_path: str | None = None
+    kubeconfig: Mapping[str, Any] | None = None
+    context: str | None = None
+    in_cluster: bool = False
+    namespace: str | None = None
+
+    def client_settings(self) -> ClientSettings:
+        """The core's settings (imports the client layer)."""
+        from jobset_core.client import ClientSettings
+
+        return ClientSettings(
+            kubeconfig_path=self.kubeconfig_path,
+            kubeconfig=self.kubeconfig,
+            context=self.context,
+            in_cluster=self.in_cluster,
+        )
+
+    def key(self) -> str:
+        """A stable key of where this connects (for sharing one client per cluster)."""
+        return json.dumps(
+            [self.kubeconfig_path, self.kubeconfig, self.context, self.in_cluster],
+            sort_keys=True,
+            default=str,
+        )
+
+
+def config_from_extras(
+    extras: Mapping[str, Any],
+    *,
+    config_file: str | None = None,
+    cluster_context: str | None = None,
+    in_cluster: bool | None = None,
+    namespace: str | None = None,
+) -> ConnectionConfig:
+    """Read a ``kubernetes`` connection's extras; hook arguments override the extras.
+
+    Raises:
+        ValueError: more than one of in-cluster, kubeconfig path and kubeconfig content, or a
+            malformed value.
+    """
+    in_cluster_value = (
+        in_cluster if in_cluster is not None else _as_bool(_field(extras, "in_cluster"))
+    )
+    path = config_file or _field(extras, "kube_config_path")
+    content = _as_kubeconfig(_field(extras, "kube_config"))
+    chosen = [bool(in_cluster_value), path is not None, content is not None]
+    if sum(chosen) > 1:
+        raise ValueError(
+            "the kubernetes connection sets more than one of in_cluster, kube_config_path and "
+            "kube_config; they are mutually exclusive"
+        )
+    context = cluster_context or _field(extras, "cluster_context")
+    return ConnectionConfig(
+        kubeconfig_path=str(path) if path is not None else None,
+        kubeconfig=content,
+        context=None if in_cluster_value else context,
+        in_cluster=bool(in_cluster_value),
+        namespace=namespace or _field(extras, "namespace"),
+    )
+
+
+class JobSetHook(BaseHook):
+    """Reach a cluster through an Airflow ``kubernetes`` connection.
+
+    Args:
+        kubernetes_conn_id: The connection (``kubernetes_default`` by default; ``None``: no
+            connection, the ambient kubeconfig / in-cluster account).
+        config_file: A kubeconfig file, overriding the connection.
+        cluster_context: A kubeconfig context, overriding the connection.
+        in_cluster: Use the pod's service account, overriding the connection.
+        namespace: Default namespace, overriding the connection's.
+    """
+
+    conn_name_attr = "kubernetes_conn_id"
+    default_conn_name = "kubernetes_default"
+    conn_type = "kubernetes"
+    hook_name = "Kubernetes (JobSet)"
+
+    def __init__(
+        self,
+        kubernetes_conn_id: str | None = default_conn_name,
+        *,
+        config_file: str | None = None,
+        cluster_context: str | None = None,
+        in_cluster: bool | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self._overrides: dict[str, Any] = {
+            "config_file": config_file,
+            "cluster_context": cluster_context,
+            "in_cluster": in_cluster,
+            "namespace": namespace,
+        }
+        self._config: ConnectionConfig | None = None
+
+    # ------------------------------------------------------------------ connection
+
+    def _extras(self) -> dict[str, Any]:
+        if not self.kubernetes_conn_id:
+            return {}
+        try:
+            return dict(self.get_connection(self.kubernetes_conn_id).extra_dejson)
+        except AirflowNotFoundException:
+            if self.kubernetes_conn_id != self.default_conn_name:
+                raise
+            return {}
+
+    async def _aextras(self) -> dict[str, Any]:
+        if not self.kubernetes_conn_id:
+            return {}
+        from airflow.providers.common.compat.connection import (
+            get_async_connection,
+            get_async_extra_dejson,
+        )
+
+        try:
+            connection = await get_async_connection(self.kubernetes_conn_id)
+        except AirflowNotFoundException:
+            if self.kubernetes_conn_id != self.default_conn_name:
+                raise
+            return {}
+        return dict(await get_async_extra_dejson(connection))
+
+    def get_config(self) -> ConnectionConfig:
+        """The connection's settings (read once per hook)."""
+        if self._config is None:
+            self._config = config_from_extras(self._extras(), **self._overrides)
+        return self._config
+
+    async def aget_config(self) -> ConnectionConfig:
+        """The connection's settings, read without blocking the event loop."""
+        if self._config is None:
+            self._config = config_from_extras(await self._aextras(), **self._overrides)
+        return self._config
+
+    def default_namespace(self) -> str:
+        """The namespace to use when none is given: the connection's, else the kubeconfig
+        context's, else the pod's own (in-cluster), else ``default``."""
+        config = self.get_config()
+        if config.namespace:
+            return config.namespace
+        from jobset_core.client.config import default_namespace
+
+        return default_namespace(config.client_settings())
+
+    # ------------------------------------------------------------------ clients
+
+    def get_client(self) -> JobSetClient:
+        """A new synchronous client (close it when done)."""
+        from jobset_core.client import JobSetClient
+
+        return JobSetClient(self.get_config().client_settings())
+
+    async def aget_client(self) -> AsyncJobSetClient:
+        """A new asynchronous client (``aclose`` it when done)."""
+        from jobset_core.client import AsyncJobSetClient
+
+        return AsyncJobSetClient((await self.aget_config()).client_settings())
+
+    @contextmanager
+    def backend(
+        self, kind: BackendChoice | str = "auto", *, poll_interval: float | None = None
+    ) -> Iterator[BackendProtocol]:
+        """A synchronous backend over a new client, closed on exit; ``auto`` picks the
+        controller when the cluster serves the JobSet API, else the native backend."""
+        from airflow_provider_jobset._backends import sync_backend
+
+        with self.get_client() as client:
+            yield sync_backend(client, kind, poll_interval=poll_interval)
+
+    @asynccontextmanager
+    async def abackend(
+        self, kind: BackendChoice | str = "auto", *, poll_interval: float | None = None
+    ) -> AsyncIterator[AsyncBackendProtocol]:
+        """The asynchronous twin of :meth:`backend`."""
+        from airflow_provider_jobset._backends import async_backend
+
+        async with await self.aget_client() as client:
+            yield await async_backend(client, kind, poll_interval=poll_interval)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Whether the cluster answers, and whether it serves the JobSet API."""
+        try:
+            with self.get_client() as client:
+                served = client.jobset_api_served()
+        except Exception as err:  # the UI shows any failure as text
+            return False, str(err)
+        if served:
+            return True, "connected; the JobSet API (jobset.x-k8s.io/v1alpha2) is served"
+        return True, "connected; the JobSet API is not served: the native backend will be used"
