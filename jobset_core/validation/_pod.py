@@ -27,7 +27,7 @@ __all__ = ["check_metadata", "check_pod_spec"]
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
-_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # server order
 
 
 def check_metadata(out: Collector, metadata: Mapping[str, Any], loc: Loc) -> None:

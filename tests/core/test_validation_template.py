@@ -541,7 +541,7 @@ JOB_CASES = [
                 "container-name",
                 "a lowercase RFC 1123 label must consist of",
             ),
-            (f"{P}.containers[1].name", "container-name", "Duplicate value: 'main'"),
+            (f"{P}.initContainers[0].name", "container-name", "Duplicate value: 'main'"),
         ),
     ),
     Case(
@@ -732,3 +732,39 @@ def test_upstream_accepts_what_only_the_job_rules_reject(
     """Upstream accepts these JobSets; their Jobs fail later (JobCreationFailed events)."""
     rejected, reason = _server_rejects(devcluster, cluster_namespace, case.document)
     assert not rejected, reason
+
+
+# Paths of these rules are finer than the server's (it names the whole label map).
+_COARSER_ON_SERVER = {"label-key", "label-value", "annotation-key"}
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("case", JOB_CASES, ids=[c.id for c in JOB_CASES])
+def test_kubernetes_job_validation_agrees(
+    case: Case, devcluster: Any, cluster_namespace: str
+) -> None:
+    """The Jobs upstream would create (our renderer) pass the API server's Job validation
+    exactly when the Job rules find nothing, and the server names the fields we name."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    from jobset_core.render import render
+
+    jobset = load_jobset(case.document)
+    fields: set[str] = set()
+    rejected = False
+    for job in render(jobset, cluster_namespace, uid="00000000-0000-0000-0000-000000000001").jobs:
+        try:
+            devcluster.batch.create_namespaced_job(cluster_namespace, job, dry_run="All")
+        except ApiException as err:
+            assert err.status == 422, err
+            rejected = True
+            causes = json.loads(err.body)["details"].get("causes", [])
+            fields |= {cause["field"] for cause in causes}
+    assert rejected == bool(case.expected), fields
+    for path, rule, _ in case.expected:
+        if rule in _COARSER_ON_SERVER:
+            continue
+        ours = "spec" + path[len(T) :]
+        assert any(ours == f or ours.startswith((f"{f}.", f"{f}[")) for f in fields), (ours, fields)
