@@ -259,3 +259,42 @@ def test_never_finish_stays_running(devcluster, cluster_namespace):
     assert not (devcluster.get_jobset(cluster_namespace, "forever").get("status") or {}).get(
         "terminalState"
     )
+
+
+def test_pod_failure_policy_sees_exit_code(devcluster, cluster_namespace):
+    """Job podFailurePolicy rules on exit codes work with the scripted container states."""
+    from kubernetes import client
+
+    job = client.V1Job(
+        metadata=client.V1ObjectMeta(name="pfp"),
+        spec=client.V1JobSpec(
+            backoff_limit=5,
+            pod_failure_policy=client.V1PodFailurePolicy(
+                rules=[
+                    client.V1PodFailurePolicyRule(
+                        action="FailJob",
+                        on_exit_codes=client.V1PodFailurePolicyOnExitCodesRequirement(
+                            container_name="main", operator="In", values=[42]
+                        ),
+                    )
+                ]
+            ),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(annotations={"devcluster/exit-code": "42"}),
+                spec=client.V1PodSpec(
+                    restart_policy="Never",
+                    containers=[client.V1Container(name="main", image="registry.invalid/x")],
+                ),
+            ),
+        ),
+    )
+    devcluster.batch.create_namespaced_job(cluster_namespace, job)
+
+    def failed() -> Any:
+        j = devcluster.batch.read_namespaced_job("pfp", cluster_namespace)
+        conds = [c for c in j.status.conditions or [] if c.type == "Failed" and c.status == "True"]
+        return conds[0] if conds else None
+
+    cond = devcluster.wait_for(failed, timeout=60, desc="Job pfp Failed")
+    assert cond.reason == "PodFailurePolicy"
+    assert devcluster.batch.read_namespaced_job("pfp", cluster_namespace).status.failed == 1
