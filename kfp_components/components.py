@@ -1,0 +1,186 @@
+"""The Kubeflow Pipelines components: ``launch_jobset`` and ``cleanup_jobsets``.
+
+Both run in the launcher image (:data:`LAUNCHER_IMAGE`, built from ``kfp_components/Dockerfile``:
+this library and kfp on a Python base image). Their bodies only hand over to
+:mod:`kfp_components.launcher`; nothing is pip-installed when the pod starts.
+
+Called in a pipeline, both components fill in the task identity with KFP placeholders (the
+backend resolves placeholders only in values passed to a task, never in defaults), and
+``launch_jobset`` turns caching off (a cached launch would skip the training). The compiled
+``launch_jobset.yaml`` cannot do either: pass the placeholders and call
+``set_caching_options(False)`` yourself (see ``docs/kfp.md``).
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
+
+from kfp import dsl
+from kfp.dsl import Metrics, Output, PipelineTask, TaskConfig
+from kfp.dsl.python_component import PythonComponent
+
+__all__ = ["LAUNCHER_IMAGE", "cleanup_jobsets", "launch_jobset"]
+
+#: The launcher image the components run in (override per task with ``set_container_image``).
+LAUNCHER_IMAGE = "ghcr.io/airflow-provider-jobset/kfp-launcher:0.1.0-python3.11"
+
+#: The task identity, as KFP placeholders (resolved when passed to a task).
+IDENTITY_ARGUMENTS = {
+    "run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+    "task_name": dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+    "task_id": dsl.PIPELINE_TASK_ID_PLACEHOLDER,
+}
+
+#: What the pipeline author sets on a ``launch_jobset`` task that goes to the JobSet's pods
+#: instead of the launcher's: resources, node selectors, tolerations, affinity and volumes go
+#: only to the JobSet; environment variables go to both (proxy settings reach the launcher).
+TASK_CONFIG_PASSTHROUGHS = [
+    dsl.TaskConfigField.RESOURCES,
+    dsl.TaskConfigPassthrough(field=dsl.TaskConfigField.ENV, apply_to_task=True),
+    dsl.TaskConfigField.KUBERNETES_NODE_SELECTOR,
+    dsl.TaskConfigField.KUBERNETES_TOLERATIONS,
+    dsl.TaskConfigField.KUBERNETES_AFFINITY,
+    dsl.TaskConfigField.KUBERNETES_VOLUMES,
+]
+
+
+class _LauncherComponent(PythonComponent):
+    """A Python component that fills in the identity placeholders and, for launches, turns
+    caching off, unless the caller says otherwise."""
+
+    def __init__(self, component: PythonComponent, *, caching: bool) -> None:
+        super().__init__(component.component_spec, component.python_func)
+        self._caching = caching
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PipelineTask:
+        for name, placeholder in IDENTITY_ARGUMENTS.items():
+            if name in self._component_inputs:
+                kwargs.setdefault(name, placeholder)
+        task = super().__call__(*args, **kwargs)
+        if not self._caching and task.state.name == "FUTURE":  # in a pipeline, not run yet
+            task.set_caching_options(False)
+        return task
+
+
+def _launcher(*, caching: bool) -> Callable[[PythonComponent], _LauncherComponent]:
+    def wrap(component: PythonComponent) -> _LauncherComponent:
+        return _LauncherComponent(component, caching=caching)
+
+    return wrap
+
+
+@_launcher(caching=False)
+@dsl.component(
+    base_image=LAUNCHER_IMAGE,
+    install_kfp_package=False,
+    task_config_passthroughs=TASK_CONFIG_PASSTHROUGHS,
+)
+def launch_jobset(
+    *,
+    metrics: Output[Metrics],
+    task_config: TaskConfig,
+    jobset: str = "",
+    jobset_dict: Optional[dict] = None,  # noqa: UP045 - kfp reads typing.Optional
+    namespace: str = "",
+    backend: str = "auto",
+    timeout_seconds: int = 0,
+    delete_policy: str = "on_timeout",
+    follow_logs: bool = False,
+    log_replicated_job: str = "",
+    log_job_index: int = 0,
+    log_pod_index: int = 0,
+    task_config_replicated_jobs: Optional[list] = None,  # noqa: UP045
+    run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+    task_name: str = dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+    task_id: str = dsl.PIPELINE_TASK_ID_PLACEHOLDER,
+) -> NamedTuple(
+    "Outputs",
+    [
+        ("jobset_name", str),
+        ("jobset_uid", str),
+        ("terminal_state", str),
+        ("restarts", int),
+        ("result", dict),
+        ("backend", str),
+    ],
+):
+    """Run a JobSet as a pipeline step and wait until it completes; a failed JobSet fails
+    the step.
+
+    The JobSet's name is derived from the pipeline run and task (its ``metadata.name``, if
+    any, is the prefix), so a retried step reattaches to the JobSet its first attempt made.
+    Resources, environment, node selectors, tolerations, affinity and volumes set on the task
+    are copied onto the JobSet's pod templates.
+
+    Args:
+        metrics: Per replicated job: replicas, succeeded, failed, ready, active and
+            duration_seconds; the run's restarts and duration_seconds.
+        task_config: Filled by KFP from the task's settings (do not pass).
+        jobset: The JobSet as YAML or JSON text (or give ``jobset_dict``).
+        jobset_dict: The JobSet as a dict (or give ``jobset``).
+        namespace: Where to run it (default: the launcher pod's namespace).
+        backend: ``auto`` (the JobSet controller when installed, else native), ``controller``
+            or ``native`` (the launcher creates the Jobs and Service itself).
+        timeout_seconds: Fail the step after this long (0: no limit).
+        delete_policy: ``on_timeout`` (delete a JobSet the step gave up on), ``never``,
+            ``on_success`` (also after completion; failed ones are kept to debug) or
+            ``always``. A terminated run always deletes.
+        follow_logs: Print one pod's log while waiting.
+        log_replicated_job: Whose log (default: the coordinator, else the first replicated
+            job).
+        log_job_index: Job index of that pod.
+        log_pod_index: Pod (completion) index of that pod.
+        task_config_replicated_jobs: Copy the task's settings onto these replicated jobs only
+            (default: all).
+        run_id: The pipeline run (filled in with ``dsl.PIPELINE_JOB_ID_PLACEHOLDER``).
+        task_name: The task (filled in with ``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+        task_id: The task's DAG (filled in with ``dsl.PIPELINE_TASK_ID_PLACEHOLDER``).
+
+    Returns:
+        jobset_name, jobset_uid, terminal_state (``Completed``), restarts, result (the
+        coordinator's termination message as JSON; a non-object wrapped as
+        ``{"value": ...}``) and backend.
+    """
+    from kfp_components.launcher import launch_step
+
+    return launch_step(
+        jobset=jobset,
+        jobset_dict=jobset_dict,
+        namespace=namespace,
+        backend=backend,
+        timeout_seconds=timeout_seconds,
+        delete_policy=delete_policy,
+        follow_logs=follow_logs,
+        log_replicated_job=log_replicated_job,
+        log_job_index=log_job_index,
+        log_pod_index=log_pod_index,
+        task_config=task_config,
+        task_config_replicated_jobs=task_config_replicated_jobs,
+        run_id=run_id,
+        task_name=task_name,
+        task_id=task_id,
+        metrics=metrics,
+    )
+
+
+@_launcher(caching=True)
+@dsl.component(base_image=LAUNCHER_IMAGE, install_kfp_package=False)
+def cleanup_jobsets(
+    *,
+    namespace: str = "",
+    backend: str = "auto",
+    run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+) -> int:
+    """Delete every JobSet (and native anchor) the pipeline run launched; for exit handlers.
+
+    Args:
+        namespace: Where the run's JobSets are (default: the launcher pod's namespace).
+        backend: ``auto`` (JobSets where the API is served, and native anchors), ``controller``
+            or ``native``.
+        run_id: The pipeline run (filled in with ``dsl.PIPELINE_JOB_ID_PLACEHOLDER``).
+
+    Returns:
+        How many objects were deleted.
+    """
+    from kfp_components.launcher import cleanup_step
+
+    return cleanup_step(namespace=namespace, run_id=run_id, backend=backend)

@@ -1,0 +1,309 @@
+"""The launcher: the KFP components' entry points and the only place that ends the process.
+
+:func:`launch_step` and :func:`cleanup_step` are what the component functions call inside the
+launcher image; :func:`main` is the same as a command line (``python -m
+kfp_components.launcher launch|cleanup ...``) for running a step outside KFP. Library code
+below raises typed errors; here they become a message and an exit code (:func:`exit_code`),
+so a failed JobSet can never look like a successful step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn, cast
+
+from jobset_core.backends.auto import BackendChoice, choose_backend
+from jobset_core.client import ClientSettings, ConfigError, JobSetClient, default_namespace
+from jobset_core.errors import (
+    ApiError,
+    CreationFailed,
+    IdentityMismatch,
+    Problem,
+    SpecError,
+    WaitTimeout,
+)
+from jobset_core.models import load_jobset
+from kfp_components._cleanup import cleanup_run
+from kfp_components._identity import kfp_identity
+from kfp_components._launch import (
+    DELETE_POLICIES,
+    DeletePolicy,
+    JobSetFailed,
+    LaunchRequest,
+    LaunchResult,
+    LogTarget,
+    launch,
+)
+from kfp_components._signals import Terminated
+from kfp_components._task_config import apply_task_config, overrides_from
+
+__all__ = [
+    "EXIT_API_ERROR",
+    "EXIT_CREATION_FAILED",
+    "EXIT_FAILED",
+    "EXIT_INVALID",
+    "EXIT_TERMINATED",
+    "EXIT_TIMEOUT",
+    "LaunchOutputs",
+    "cleanup_step",
+    "exit_code",
+    "launch_outputs",
+    "launch_step",
+    "main",
+]
+
+EXIT_FAILED = 1
+EXIT_TIMEOUT = 2
+EXIT_CREATION_FAILED = 3
+EXIT_INVALID = 4
+EXIT_API_ERROR = 5
+EXIT_TERMINATED = 143
+
+_BACKENDS = ("auto", "controller", "native")
+
+
+class LaunchOutputs(NamedTuple):
+    """The outputs of ``launch_jobset`` (field names are the KFP output names)."""
+
+    jobset_name: str
+    jobset_uid: str
+    terminal_state: str
+    restarts: int
+    result: dict[str, Any]
+    backend: str
+
+
+def exit_code(error: BaseException) -> int | None:
+    """The exit code for an error that ends a step; ``None`` for an unexpected one (it
+    propagates with its traceback)."""
+    table: tuple[tuple[type[BaseException], int], ...] = (
+        (Terminated, EXIT_TERMINATED),
+        (JobSetFailed, EXIT_FAILED),
+        (WaitTimeout, EXIT_TIMEOUT),
+        (CreationFailed, EXIT_CREATION_FAILED),
+        (SpecError, EXIT_INVALID),
+        (ConfigError, EXIT_INVALID),
+        (IdentityMismatch, EXIT_INVALID),
+        (ApiError, EXIT_API_ERROR),
+    )
+    for kind, code in table:
+        if isinstance(error, kind):
+            return code
+    return None
+
+
+def _fail(error: BaseException) -> NoReturn:
+    code = exit_code(error)
+    if code is None:
+        raise error
+    print(f"launch_jobset: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def launch_outputs(result: LaunchResult) -> LaunchOutputs:
+    """The component outputs of a completed run; a non-object result is wrapped as
+    ``{"value": result}`` (KFP output types are fixed), no message gives ``{}``."""
+    outcome = result.outcome
+    value = outcome.result
+    wrapped = value if isinstance(value, dict) else ({} if value is None else {"value": value})
+    return LaunchOutputs(
+        jobset_name=outcome.name,
+        jobset_uid=outcome.uid,
+        terminal_state=outcome.terminal_state or "",
+        restarts=outcome.restarts,
+        result=wrapped,
+        backend=outcome.backend,
+    )
+
+
+def _invalid(argument: str, message: str) -> SpecError:
+    return SpecError([Problem(argument, message, "kfp-argument")], "launch_jobset")
+
+
+def _choice(value: str, allowed: Sequence[str], what: str) -> str:
+    if value not in allowed:
+        raise _invalid(what, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _run_launch(
+    *,
+    jobset: str | Mapping[str, Any],
+    namespace: str,
+    backend: str,
+    timeout_seconds: float,
+    delete_policy: str,
+    logs: LogTarget | None,
+    task_config: Any,
+    task_config_replicated_jobs: Sequence[str],
+    identity: Mapping[str, str],
+) -> LaunchResult:
+    policy = cast(DeletePolicy, _choice(delete_policy, DELETE_POLICIES, "delete_policy"))
+    choice = cast(BackendChoice, _choice(backend, _BACKENDS, "backend"))
+    spec = apply_task_config(
+        load_jobset(jobset), overrides_from(task_config), task_config_replicated_jobs
+    )
+    settings = ClientSettings()
+    with JobSetClient(settings) as client:
+        chosen = choose_backend(client, choice)
+        request = LaunchRequest(
+            jobset=spec,
+            namespace=namespace or default_namespace(settings),
+            identity=identity,
+            timeout=timeout_seconds if timeout_seconds > 0 else None,
+            delete_policy=policy,
+            logs=logs,
+        )
+
+        def list_jobs(handle: Any) -> list[dict[str, Any]]:
+            selector = {"jobset.sigs.k8s.io/jobset-name": handle.name}
+            return client.list_jobs(namespace=handle.namespace, label_selector=selector).items
+
+        return launch(request, chosen, list_jobs=list_jobs, say=_say)
+
+
+def launch_step(
+    *,
+    jobset: str,
+    jobset_dict: Mapping[str, Any] | None,
+    namespace: str,
+    backend: str,
+    timeout_seconds: float,
+    delete_policy: str,
+    follow_logs: bool,
+    log_replicated_job: str,
+    log_job_index: int,
+    log_pod_index: int,
+    task_config: Any,
+    task_config_replicated_jobs: Sequence[str] | None,
+    run_id: str,
+    task_name: str,
+    task_id: str,
+    metrics: Any,
+) -> LaunchOutputs:
+    """The body of the ``launch_jobset`` component (see its docstring for the arguments).
+
+    Logs each metric on ``metrics`` (a KFP ``Metrics`` artifact) and returns the outputs; on
+    any failure prints the reason and exits non-zero (:func:`exit_code`).
+    """
+    try:
+        if bool(jobset.strip()) == bool(jobset_dict):
+            raise _invalid("jobset", "give exactly one of jobset (YAML text) and jobset_dict")
+        identity = kfp_identity(run_id, task_name, task_id)
+        logs = None
+        if follow_logs:
+            logs = LogTarget(log_replicated_job or None, log_job_index, log_pod_index)
+        result = _run_launch(
+            jobset=jobset_dict or jobset,
+            namespace=namespace,
+            backend=backend,
+            timeout_seconds=timeout_seconds,
+            delete_policy=delete_policy,
+            logs=logs,
+            task_config=task_config,
+            task_config_replicated_jobs=task_config_replicated_jobs or (),
+            identity=identity,
+        )
+    except (Exception, Terminated) as error:
+        _fail(error)
+    for key, value in result.metrics.items():
+        metrics.log_metric(key, value)
+    return launch_outputs(result)
+
+
+def cleanup_step(*, namespace: str, run_id: str, backend: str) -> int:
+    """The body of the ``cleanup_jobsets`` component: delete the run's JobSets and native
+    anchors; returns how many were deleted (exits non-zero on failure)."""
+    try:
+        identity = kfp_identity(run_id, "cleanup", "cleanup")
+        choice = cast(BackendChoice, _choice(backend, _BACKENDS, "backend"))
+        settings = ClientSettings()
+        with JobSetClient(settings) as client:
+            done = cleanup_run(
+                client,
+                namespace=namespace or default_namespace(settings),
+                run_id=identity["kfp-run-id"],
+                backend=choice,
+            )
+    except Exception as error:
+        _fail(error)
+    for name in done.jobsets:
+        _say(f"deleted JobSet {name}")
+    for name in done.anchors:
+        _say(f"deleted native anchor {name} (its Jobs and Service follow)")
+    _say(f"cleanup of run {run_id}: {done.count} deleted")
+    return done.count
+
+
+class _Metrics:
+    """A ``Metrics``-like sink for the command line: collects the values."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+
+    def log_metric(self, key: str, value: float) -> None:
+        self.values[key] = value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m kfp_components.launcher")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("launch", help="run a JobSet like the launch_jobset component")
+    run.add_argument("--jobset", required=True, help="YAML/JSON file of the JobSet")
+    run.add_argument("--namespace", default="")
+    run.add_argument("--backend", default="auto", choices=_BACKENDS)
+    run.add_argument("--timeout-seconds", type=float, default=0)
+    run.add_argument("--delete-policy", default="on_timeout", choices=DELETE_POLICIES)
+    run.add_argument("--follow-logs", action="store_true")
+    run.add_argument("--run-id", required=True)
+    run.add_argument("--task-name", required=True)
+    run.add_argument("--task-id", required=True)
+    run.add_argument("--outputs", help="write the outputs and metrics here as JSON")
+    clean = sub.add_parser("cleanup", help="delete every JobSet of a run")
+    clean.add_argument("--namespace", default="")
+    clean.add_argument("--run-id", required=True)
+    clean.add_argument("--backend", default="auto", choices=_BACKENDS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns 0 or exits with the step's exit code."""
+    args = _parser().parse_args(argv)
+    if args.command == "cleanup":
+        cleanup_step(namespace=args.namespace, run_id=args.run_id, backend=args.backend)
+        return 0
+    metrics = _Metrics()
+    outputs = launch_step(
+        jobset=Path(args.jobset).read_text(encoding="utf-8"),
+        jobset_dict=None,
+        namespace=args.namespace,
+        backend=args.backend,
+        timeout_seconds=args.timeout_seconds,
+        delete_policy=args.delete_policy,
+        follow_logs=args.follow_logs,
+        log_replicated_job="",
+        log_job_index=0,
+        log_pod_index=0,
+        task_config=None,
+        task_config_replicated_jobs=None,
+        run_id=args.run_id,
+        task_name=args.task_name,
+        task_id=args.task_id,
+        metrics=metrics,
+    )
+    if args.outputs:
+        document = {"outputs": outputs._asdict(), "metrics": metrics.values}
+        Path(args.outputs).write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
