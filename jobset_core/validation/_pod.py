@@ -1,10 +1,11 @@
 """A subset of Kubernetes' pod-template validation (``pkg/apis/core/validation``, v1.36).
 
 What a Job's pod template most often gets wrong: no containers, container names, images,
-pull policies, ports, env names, volume names and mounts, label and annotation syntax. Mounts
-may name a ``volumeClaimPolicies`` template: the JobSet controller adds that volume. Not
-mirrored: resources (requests <= limits), probes, security contexts, affinity, topology
-spread, DNS config, volume sources, tolerations, resource claims, scheduling gates.
+pull policies, ports, env names, container resources (:mod:`._resources`), volume names and
+mounts, tolerations, label and annotation syntax. Mounts may name a ``volumeClaimPolicies``
+template: the JobSet controller adds that volume. Not mirrored: probes, security contexts,
+affinity, topology spread, DNS config, volume sources, resource claims, scheduling gates,
+pod-level resources, env var name syntax.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from jobset_core.validation._common import (
     as_str,
     unsupported,
 )
+from jobset_core.validation._resources import check_container_resources
 
 __all__ = ["check_metadata", "check_pod_spec"]
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # server order
 
 
@@ -70,6 +74,7 @@ def check_pod_spec(
             _check_container(out, as_map(raw), (*loc, key, index), earlier, volumes)
             current.add(str(as_map(raw).get("name")))
         earlier |= current
+    _check_tolerations(out, as_list(pod.get("tolerations")), (*loc, "tolerations"))
     for key, value in as_map(pod.get("nodeSelector")).items():
         out.extend((*loc, "nodeSelector", key), _names.qualified_name(str(key)), "label-key")
         if isinstance(value, str):
@@ -101,6 +106,7 @@ def _check_container(
             "container-image-pull-policy",
         )
     _check_ports(out, as_list(ctr.get("ports")), (*loc, "ports"))
+    check_container_resources(out, as_map(ctr.get("resources")), (*loc, "resources"))
     for index, raw in enumerate(as_list(ctr.get("env"))):
         if as_map(raw).get("name") == "":
             out.add((*loc, "env", index, "name"), "Required value", "container-env")
@@ -148,3 +154,43 @@ def _check_ports(out: Collector, ports: list[Any], loc: Loc) -> None:
             out.add(
                 (*port_loc, "protocol"), unsupported(protocol, _PORT_PROTOCOLS), "container-port"
             )
+
+
+def _check_tolerations(out: Collector, tolerations: list[Any], loc: Loc) -> None:
+    for index, raw in enumerate(tolerations):
+        toleration, tloc = as_map(raw), (*loc, index)
+        key, operator = as_str(toleration.get("key")) or "", toleration.get("operator") or ""
+        value = as_str(toleration.get("value")) or ""
+        if key:
+            out.extend((*tloc, "key"), _names.qualified_name(key), "pod-toleration")
+        elif operator != "Exists":
+            out.add(
+                (*tloc, "operator"),
+                "operator must be Exists when `key` is empty, "
+                'which means "match all values and all keys"',
+                "pod-toleration",
+            )
+        effect = toleration.get("effect")
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            out.add(
+                (*tloc, "effect"),
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+                "pod-toleration",
+            )
+        if operator in ("", "Equal"):
+            errors = _names.label_value(value)
+            if errors:
+                out.add((*tloc, "operator"), ";".join(errors), "pod-toleration")
+        elif operator == "Exists":
+            if value:
+                out.add(
+                    (*tloc, "operator"),
+                    "value must be empty when `operator` is 'Exists'",
+                    "pod-toleration",
+                )
+        else:
+            out.add(
+                (*tloc, "operator"), unsupported(operator, _TOLERATION_OPERATORS), "pod-toleration"
+            )
+        if effect and effect not in _TAINT_EFFECTS:
+            out.add((*tloc, "effect"), unsupported(effect, _TAINT_EFFECTS), "pod-toleration")

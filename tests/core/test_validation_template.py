@@ -585,6 +585,103 @@ JOB_CASES = [
         ),
     ),
     Case(
+        "container resources",
+        jobset(
+            pod=ctr(
+                resources={
+                    "requests": {
+                        "cpu": "2",
+                        "memory": "-1Gi",
+                        "nvidia.com/gpu": 1,
+                        "example.com/fpga": "0.5",
+                    },
+                    "limits": {"cpu": "1500m", "gpus": 1, "example.com/fpga": 1},
+                }
+            )
+        ),
+        (
+            (
+                f"{C0}.resources.limits",
+                "container-resources",
+                "Limit must be set for non overcommitable resources",
+            ),
+            (
+                f"{C0}.resources.limits.gpus",
+                "container-resources",
+                "must be a standard resource for containers",
+            ),
+            (
+                f"{C0}.resources.requests.cpu",
+                "container-resources",
+                "must be less than or equal to cpu limit of 1500m",
+            ),
+            (
+                f"{C0}.resources.requests.example.com/fpga",
+                "container-resources",
+                "must be an integer",
+            ),
+            (
+                f"{C0}.resources.requests.example.com/fpga",
+                "container-resources",
+                "must be equal to example.com/fpga limit",
+            ),
+            (
+                f"{C0}.resources.requests.memory",
+                "container-resources",
+                "must be greater than or equal to 0",
+            ),
+        ),
+    ),
+    Case(
+        "GPU requests and limits that agree",
+        jobset(
+            pod=ctr(
+                resources={
+                    "requests": {"nvidia.com/gpu": "2", "cpu": 1},
+                    "limits": {"nvidia.com/gpu": 2, "cpu": "1000m"},
+                }
+            )
+        ),
+    ),
+    Case(
+        "tolerations",
+        jobset(
+            pod={
+                "tolerations": [
+                    {"operator": "Equal", "value": "x"},
+                    {"key": "k", "operator": "Exists", "value": "v"},
+                    {"key": "k", "value": "v", "effect": "NoSchedule", "tolerationSeconds": 5},
+                    {"key": "k", "operator": "Above", "effect": "Sometimes"},
+                    {
+                        "key": "k",
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": 5,
+                    },
+                ]
+            }
+        ),
+        (
+            (
+                f"{P}.tolerations[0].operator",
+                "pod-toleration",
+                "operator must be Exists when `key` is empty",
+            ),
+            (
+                f"{P}.tolerations[1].operator",
+                "pod-toleration",
+                "value must be empty when `operator` is 'Exists'",
+            ),
+            (
+                f"{P}.tolerations[2].effect",
+                "pod-toleration",
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ),
+            (f"{P}.tolerations[3].effect", "pod-toleration", "Unsupported value: 'Sometimes'"),
+            (f"{P}.tolerations[3].operator", "pod-toleration", "Unsupported value: 'Above'"),
+        ),
+    ),
+    Case(
         "volumeMounts must name a volume or a volume claim policy",
         jobset(
             pod=ctr(
@@ -768,3 +865,37 @@ def test_kubernetes_job_validation_agrees(
             continue
         ours = "spec" + path[len(T) :]
         assert any(ours == f or ours.startswith((f"{f}.", f"{f}[")) for f in fields), (ours, fields)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", "1"),
+        (2, "2"),
+        (0.5, "0.5"),
+        ("500m", "0.5"),
+        ("1.5", "1.5"),
+        ("1Ki", "1024"),
+        ("1Gi", str(2**30)),
+        ("2k", "2000"),
+        ("1M", "1000000"),
+        ("100n", "0.0000001"),
+        ("1e3", "1000"),
+        ("1E-3", "0.001"),
+        ("-1Gi", str(-(2**30))),
+        (".5", "0.5"),
+    ],
+)
+def test_parse_quantity(text: Any, value: str) -> None:
+    from decimal import Decimal
+
+    from jobset_core.validation._resources import parse_quantity
+
+    assert parse_quantity(text) == Decimal(value)
+
+
+@pytest.mark.parametrize("text", ["1 GB", "Gi", "1.2.3", "", True, None, "1gi"])
+def test_parse_quantity_rejects_malformed(text: Any) -> None:
+    from jobset_core.validation._resources import parse_quantity
+
+    assert parse_quantity(text) is None
