@@ -1,0 +1,234 @@
+"""Operator and trigger surfaces that need Airflow but no cluster: arguments, templating,
+spec errors before anything is created, trigger serialization, cheap imports, provider info."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_jobset import get_provider_info
+from airflow_provider_jobset._identity import TaskIdentity
+from airflow_provider_jobset.exceptions import JobSetFailed
+from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
+from airflow_provider_jobset.triggers import JobSetTrigger
+from jobset_core import leader_workers
+
+pytestmark = pytest.mark.airflow
+
+REPO = Path(__file__).resolve().parents[2]
+
+YAML = """\
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: {name}
+spec:
+  failurePolicy: {{maxRestarts: 2}}
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    template:
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{{name: c, image: busybox}}]
+"""
+
+
+def small() -> Any:
+    return leader_workers(
+        "lw", "busybox", workers=1, leader_command=["true"], worker_command=["true"], max_restarts=3
+    )
+
+
+def test_retries_derived_from_max_restarts() -> None:
+    assert JobSetOperator(task_id="t", jobset=small()).retries == 3
+    assert JobSetOperator(task_id="t", jobset=small().to_dict()).retries == 3
+    assert JobSetOperator(task_id="t", jobset=YAML.format(name="y")).retries == 2
+    assert JobSetOperator(task_id="t", jobset=small(), retries=5).retries == 5
+
+
+def test_retries_mismatch_is_reported_at_parse_time() -> None:
+    with pytest.warns(JobSetRetriesWarning, match="maxRestarts=3"):
+        op = JobSetOperator(task_id="t", jobset=small(), retries=1)
+    assert op.retries == 1
+
+
+def test_templated_sources_are_not_parsed_at_parse_time() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        op = JobSetOperator(task_id="t", jobset="jobsets/train.yaml", retries=0)
+        JobSetOperator(task_id="u", jobset=YAML.format(name="{{ ds_nodash }}"), retries=0)
+    assert op.retries == 0
+    assert op.template_ext == (".yaml", ".yml", ".json")
+    assert "jobset" in op.template_fields
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "kubeflow"}, "backend must be"),
+        ({"delete_policy": "sometimes"}, "delete_policy must be"),
+    ],
+    ids=["backend", "delete-policy"],
+)
+def test_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JobSetOperator(task_id="t", jobset=small(), **kwargs)
+
+
+def test_deferrable_default_comes_from_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert JobSetOperator(task_id="t", jobset=small()).deferrable is False
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "true")
+    assert JobSetOperator(task_id="t", jobset=small()).deferrable is True
+    assert JobSetOperator(task_id="t", jobset=small(), deferrable=False).deferrable is False
+
+
+def test_retry_policy_on_3_3() -> None:
+    from airflow.sdk import RetryAction
+
+    from airflow_provider_jobset.exceptions import JobSetRestarting
+
+    op = JobSetOperator(task_id="t", jobset=small())
+    policy = op.retry_policy
+    assert policy is not None
+    restart = policy.evaluate(JobSetRestarting("r"), 1, 4)
+    assert restart.action is RetryAction.RETRY and restart.retry_delay == dt.timedelta(seconds=1)
+    assert policy.evaluate(RuntimeError("x"), 1, 4).action is RetryAction.DEFAULT
+
+
+def test_prepare_names_labels_and_validates() -> None:
+    op = JobSetOperator(task_id="train_model", jobset=YAML.format(name="trainer"))
+    ident = TaskIdentity("d", "train_model", "manual__2026-01-01T00:00:00+00:00", 3)
+    js = op.prepare_jobset(ident, "ml")
+    again = op.prepare_jobset(ident, "ml")
+    other = op.prepare_jobset(TaskIdentity("d", "train_model", "manual__other", 3), "ml")
+    assert js.name == again.name != other.name
+    assert js.name.startswith("trainer-")
+    assert js.metadata.namespace == "ml"
+    labels = js.metadata.labels or {}
+    assert labels["airflow-jobset/task-id"] == "train_model"
+    assert labels["airflow-jobset/map-index"] == "3"
+    assert labels["airflow-jobset/run-id-hash"] == ident.run_id_hash
+    assert (js.metadata.annotations or {})["airflow-jobset/run-id"] == ident.run_id
+    named = JobSetOperator(task_id="t", jobset=YAML.format(name="x"), name="exact")
+    assert named.prepare_jobset(ident, "ml").name == "exact"
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (("replicas: 2", "replicas: -1"), "spec.replicatedJobs[0].replicas"),
+        (("name: w", "name: W_"), "spec.replicatedJobs[0].name"),
+    ],
+    ids=["model-rule", "webhook-rule"],
+)
+def test_invalid_spec_fails_with_field_paths_before_anything_is_created(
+    change: tuple[str, str], path: str
+) -> None:
+    op = JobSetOperator(task_id="t", jobset=YAML.format(name="ok").replace(*change))
+    with pytest.raises(JobSetFailed) as err:
+        op.prepare_jobset(TaskIdentity("d", "t", "r"), "ns")
+    assert "nothing was created" in str(err.value)
+    assert path in str(err.value)
+
+
+def test_dry_run_prints_the_jobset(capsys: pytest.CaptureFixture[str]) -> None:
+    JobSetOperator(task_id="train", jobset=small(), namespace="ml").dry_run()
+    out = capsys.readouterr().out
+    assert (
+        "kind: JobSet" in out and "namespace: ml" in out and "airflow-jobset/task-id: train" in out
+    )
+
+
+def test_template_file_is_rendered(airflow_db: Path, tmp_path: Path) -> None:
+    from airflow.sdk import DAG
+
+    (tmp_path / "train.yaml").write_text(YAML.format(name="t-{{ ds_nodash }}"))
+    with DAG("tmpl", schedule=None, template_searchpath=[str(tmp_path)]) as dag:
+        op = JobSetOperator(task_id="t", jobset="train.yaml", retries=2)
+    env = dag.get_template_env()
+    rendered = op.render_template(op.jobset, {"ds_nodash": "20260101"}, env)
+    assert "name: t-20260101" in rendered
+
+
+def test_trigger_serialization_round_trip() -> None:
+    trigger = JobSetTrigger(
+        name="js",
+        namespace="ns",
+        uid="u",
+        backend="native",
+        kubernetes_conn_id="k8s",
+        cluster_context="ctx",
+        deadline=1234.5,
+        on_restart="continue",
+        restarts=2,
+        target_phases=["Running"],
+        delete_on_kill=False,
+        poll_interval=1.0,
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_jobset.triggers.JobSetTrigger"
+    json.dumps(kwargs)
+    rebuilt = JobSetTrigger(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    from airflow.serialization.serialized_objects import BaseSerialization
+
+    encoded = BaseSerialization.serialize(kwargs)
+    assert JobSetTrigger(**BaseSerialization.deserialize(encoded)).serialize()[1] == kwargs
+
+
+def test_importing_the_operator_loads_no_kubernetes_client() -> None:
+    code = (
+        "import sys\n"
+        "import airflow_provider_jobset.operators, airflow_provider_jobset.sensors\n"
+        "import airflow_provider_jobset.triggers, airflow_provider_jobset.hooks\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'kubernetes_asyncio')"
+        " or m.startswith('jobset_core.client')]\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    run = subprocess.run(  # noqa: PLW1510 - the return code is asserted
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_provider_info_matches_the_distribution() -> None:
+    from importlib.metadata import entry_points
+
+    info = get_provider_info()
+    assert info["package-name"] == "airflow-provider-jobset"
+    points = [e for e in entry_points(group="apache_airflow_provider") if e.name == "provider_info"]
+    assert any(e.value == "airflow_provider_jobset:get_provider_info" for e in points)
+    for section in ("operators", "sensors", "hooks", "triggers"):
+        for module in info[section][0]["python-modules"]:
+            __import__(module)
+    assert info["extra-links"] == ["airflow_provider_jobset.links.JobSetLink"]
+
+
+def test_airflow_lists_the_provider(airflow_db: Path) -> None:
+    run = subprocess.run(  # noqa: PLW1510 - the return code is asserted
+        [sys.executable, "-m", "airflow", "providers", "list", "--output", "json"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    start = run.stdout.index("[")
+    listed = {p["package_name"]: p for p in json.loads(run.stdout[start:])}
+    assert "airflow-provider-jobset" in listed
