@@ -5,8 +5,8 @@ this library and kfp on a Python base image). Their bodies only hand over to
 :mod:`kfp_components.launcher`; nothing is pip-installed when the pod starts.
 
 Called in a pipeline, both components fill in the task identity with KFP placeholders (the
-backend resolves placeholders only in values passed to a task, never in defaults), and
-``launch_jobset`` turns caching off (a cached launch would skip the training). The compiled
+backend resolves placeholders only in values passed to a task, never in defaults) and turn
+caching off (a cached launch would skip the training). The compiled
 ``launch_jobset.yaml`` cannot do either: pass the placeholders and call
 ``set_caching_options(False)`` yourself (see ``docs/kfp.md``).
 """
@@ -44,8 +44,12 @@ TASK_CONFIG_PASSTHROUGHS = [
 
 
 class _LauncherComponent(PythonComponent):
-    """A Python component that fills in the identity placeholders and, for launches, turns
-    caching off, unless the caller says otherwise."""
+    """A Python component that fills in the identity placeholders and turns caching off
+    (unless the caller passes them or re-enables caching on the task).
+
+    A cached launch would report the last run's training without training; a cached cleanup
+    (a retried run has the same run id) would delete nothing.
+    """
 
     def __init__(self, component: PythonComponent, *, caching: bool) -> None:
         super().__init__(component.component_spec, component.python_func)
@@ -162,7 +166,7 @@ def launch_jobset(
     )
 
 
-@_launcher(caching=True)
+@_launcher(caching=False)
 @dsl.component(base_image=LAUNCHER_IMAGE, install_kfp_package=False)
 def cleanup_jobsets(
     *,

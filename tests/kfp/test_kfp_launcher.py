@@ -1,0 +1,138 @@
+"""Pure decisions of the launch step: delete policy, exit codes, outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobset_core.backends import Handle
+from jobset_core.client import ConfigError
+from jobset_core.errors import (
+    ApiError,
+    CreationFailed,
+    Forbidden,
+    IdentityMismatch,
+    NotFound,
+    SpecError,
+    WaitTimeout,
+)
+from jobset_core.outcome import Outcome, Phase
+from kfp_components import launcher
+from kfp_components._launch import JobSetFailed, LaunchResult, should_delete
+from kfp_components._signals import Terminated
+
+_FAILED = Outcome(
+    name="t",
+    namespace="n",
+    backend="native",
+    phase=Phase.FAILED,
+    terminal_state="Failed",
+    reason="FailedJobs",
+    message="jobset failed (first failed job: t-w-0)",
+    failed_job="t-w-0",
+)
+
+
+@pytest.mark.parametrize(
+    ("policy", "completed", "failed", "gave_up", "error"),
+    [
+        pytest.param("never", False, False, False, False, id="never"),
+        pytest.param("on_timeout", False, False, True, False, id="on_timeout"),
+        pytest.param("on_success", True, False, True, False, id="on_success"),
+        pytest.param("always", True, True, True, True, id="always"),
+    ],
+)
+def test_should_delete(
+    policy: Any, completed: bool, failed: bool, gave_up: bool, error: bool
+) -> None:
+    endings = ("completed", "failed", "gave_up", "error")
+    assert [should_delete(policy, e) for e in endings] == [completed, failed, gave_up, error]
+
+
+def test_unknown_policy() -> None:
+    with pytest.raises(ValueError, match="unknown delete policy"):
+        should_delete("sometimes", "completed")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        pytest.param(JobSetFailed(_FAILED), launcher.EXIT_FAILED, id="jobset-failed"),
+        pytest.param(WaitTimeout("n", "t", 5), launcher.EXIT_TIMEOUT, id="timeout"),
+        pytest.param(CreationFailed("n", "t", "JobCreationFailed", "quota"), 3, id="creation"),
+        pytest.param(SpecError([]), launcher.EXIT_INVALID, id="spec"),
+        pytest.param(ConfigError("no kubeconfig"), launcher.EXIT_INVALID, id="config"),
+        pytest.param(IdentityMismatch("JobSet", "n", "t", "labels"), 4, id="not-ours"),
+        pytest.param(Forbidden(403, "Forbidden"), launcher.EXIT_API_ERROR, id="forbidden"),
+        pytest.param(NotFound(404, "NotFound"), launcher.EXIT_API_ERROR, id="deleted-meanwhile"),
+        pytest.param(ApiError(500), launcher.EXIT_API_ERROR, id="server"),
+        pytest.param(Terminated(Handle("t", "n", "u", "controller")), 143, id="sigterm"),
+        pytest.param(RuntimeError("bug"), None, id="unexpected-propagates"),
+    ],
+)
+def test_exit_code(error: BaseException, code: int | None) -> None:
+    assert launcher.exit_code(error) == code
+
+
+def test_failed_message_names_reason_and_job() -> None:
+    text = str(JobSetFailed(_FAILED))
+    assert "n/t failed: FailedJobs" in text
+    assert "(failed job t-w-0)" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param({"accuracy": 0.9}, {"accuracy": 0.9}, id="object"),
+        pytest.param(0.9, {"value": 0.9}, id="number-wrapped"),
+        pytest.param("done", {"value": "done"}, id="text-wrapped"),
+        pytest.param([1, 2], {"value": [1, 2]}, id="list-wrapped"),
+        pytest.param(None, {}, id="no-message"),
+    ],
+)
+def test_outputs_result(value: Any, expected: dict[str, Any]) -> None:
+    outcome = Outcome(
+        name="t",
+        namespace="n",
+        uid="u",
+        backend="controller",
+        phase=Phase.COMPLETED,
+        terminal_state="Completed",
+        restarts=1,
+        result=value,
+    )
+    outputs = launcher.launch_outputs(LaunchResult(outcome, created=True))
+    assert outputs.result == expected
+    assert outputs[:4] == ("t", "u", "Completed", 1)
+
+
+def test_step_rejects_both_or_no_jobset(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        launcher.launch_step(
+            jobset="",
+            jobset_dict=None,
+            namespace="n",
+            backend="auto",
+            timeout_seconds=0,
+            delete_policy="on_timeout",
+            follow_logs=False,
+            log_replicated_job="",
+            log_job_index=0,
+            log_pod_index=0,
+            task_config=None,
+            task_config_replicated_jobs=None,
+            run_id="r",
+            task_name="t",
+            task_id="1",
+            metrics=None,
+        )
+    assert caught.value.code == launcher.EXIT_INVALID
+    assert "exactly one of jobset" in capsys.readouterr().err
+
+
+def test_step_rejects_unresolved_identity(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        launcher.cleanup_step(namespace="n", run_id="{{$.pipeline_job_uuid}}", backend="auto")
+    assert caught.value.code == launcher.EXIT_INVALID
+    assert "PIPELINE_JOB_ID_PLACEHOLDER" in capsys.readouterr().err
