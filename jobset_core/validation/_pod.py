@@ -29,6 +29,40 @@ __all__ = ["check_metadata", "check_pod_spec"]
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
+# The order in which ``validateVolumeSource`` looks at the sources: the second one found is
+# the one reported.
+_VOLUME_SOURCES = (
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "cinder",
+    "cephfs",
+    "quobyte",
+    "downwardAPI",
+    "fc",
+    "flexVolume",
+    "configMap",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "storageos",
+    "projected",
+    "scaleIO",
+    "csi",
+    "ephemeral",
+    "image",
+)
 _TOLERATION_OPERATORS = ("Equal", "Exists")
 _TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # server order
@@ -61,12 +95,11 @@ def check_pod_spec(
     # CRD declares those lists as maps keyed by name.
     volumes = set(claim_names)
     for index, raw in enumerate(as_list(pod.get("volumes"))):
+        before = len(out.problems)
+        _check_volume(out, as_map(raw), (*loc, "volumes", index))
         name = as_str(as_map(raw).get("name"))
-        if name is not None:
-            out.extend(
-                (*loc, "volumes", index, "name"), _names.dns1123_label(name), "pod-volume-name"
-            )
-            volumes.add(name)
+        if name is not None and len(out.problems) == before:
+            volumes.add(name)  # like the server: a mount of an invalid volume is "Not found"
     earlier: set[str] = set()
     for key in _CONTAINER_LISTS:
         current: set[str] = set()
@@ -194,3 +227,15 @@ def _check_tolerations(out: Collector, tolerations: list[Any], loc: Loc) -> None
             )
         if effect and effect not in _TAINT_EFFECTS:
             out.add((*tloc, "effect"), unsupported(effect, _TAINT_EFFECTS), "pod-toleration")
+
+
+def _check_volume(out: Collector, volume: Mapping[str, Any], loc: Loc) -> None:
+    name = volume.get("name")
+    if name == "":
+        out.add((*loc, "name"), "Required value", "pod-volume-name")
+    elif isinstance(name, str):
+        out.extend((*loc, "name"), _names.dns1123_label(name), "pod-volume-name")
+    # No source at all is fine: Kubernetes defaults it to emptyDir (SetDefaults_Volume).
+    sources = [key for key in _VOLUME_SOURCES if volume.get(key) is not None]
+    for extra in sources[1:]:
+        out.add((*loc, extra), "may not specify more than 1 volume type", "pod-volume-source")

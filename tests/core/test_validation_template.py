@@ -700,6 +700,31 @@ JOB_CASES = [
         ((f"{P}.volumes[0].name", "pod-volume-name", "must not contain dots"),),
     ),
     Case(
+        "a volume has at most one source (none means emptyDir)",
+        jobset(
+            pod={
+                "volumes": [
+                    {"name": "none"},
+                    {"name": "two", "configMap": {"name": "c"}, "emptyDir": {}},
+                ]
+            }
+            | ctr(
+                volumeMounts=[
+                    {"name": "none", "mountPath": "/n"},
+                    {"name": "two", "mountPath": "/t"},
+                ]
+            )
+        ),
+        (
+            (
+                f"{P}.volumes[1].configMap",
+                "pod-volume-source",
+                "may not specify more than 1 volume type",
+            ),
+            (f"{C0}.volumeMounts[1].name", "container-volume-mount", "Not found: 'two'"),
+        ),
+    ),
+    Case(
         "labels and annotations of the Job and pod templates",
         jobset(
             job={
