@@ -815,7 +815,10 @@ class TestOnCluster:
         zone = "topology.kubernetes.io/zone"
         js = manifest(
             "excl",
-            crjob("w", 2, run="3", job_spec={"parallelism": 2, "completions": 2}),
+            # long enough for every pod to coexist: on the devcluster the upstream pod webhook
+            # also sees these pods (objectSelector jobset-name) and rejects followers until
+            # their leader is scheduled, so the Job controller creates them after a backoff
+            crjob("w", 2, run="6", job_spec={"parallelism": 2, "completions": 2}),
             annotations={labels.EXCLUSIVE_TOPOLOGY: zone},
         )
         sub = await native.submit(js, namespace=cluster_namespace)
