@@ -38,6 +38,7 @@ from jobset_core.errors import (
     ApiError,
     Conflict,
     CreationFailed,
+    Forbidden,
     Gone,
     NotFound,
     ServerError,
@@ -80,6 +81,12 @@ def _present(handle: Handle, listed: ObjectList[JobSet]) -> ObjectList[JobSet]:
     if not any(not _not_ours(handle, jobset) for jobset in listed.items):
         raise _gone(handle)
     return listed
+
+
+def _optional(tag: str | None, error: Exception) -> bool:
+    """Whether a stream's failure may be ignored: reading Events is a courtesy (it only makes
+    creation failures surface sooner), so an identity without RBAC for it still waits."""
+    return tag == _EVENT and isinstance(error, Forbidden)
 
 
 def _creation_progress(error: CreationFailed, restarts: int) -> Progress:
@@ -316,7 +323,8 @@ class ControllerBackend:
             for source, item in items:
                 out.put((tag or source, item))
         except Exception as error:  # the waiter raises it; a dead reader must not hang it
-            out.put((_ERROR, error))
+            if not _optional(tag, error):
+                out.put((_ERROR, error))
 
     def wait(
         self,
@@ -710,7 +718,8 @@ class AsyncControllerBackend:
             async for source, item in items:
                 await out.put((tag or source, item))
         except Exception as error:  # the waiter raises it; a dead reader must not hang it
-            await out.put((_ERROR, error))
+            if not _optional(tag, error):
+                await out.put((_ERROR, error))
 
     async def wait(
         self,

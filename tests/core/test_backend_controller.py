@@ -30,7 +30,7 @@ import yaml
 
 from jobset_core.backends import AsyncControllerBackend, ControllerBackend, Handle
 from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
-from jobset_core.errors import CreationFailed, IdentityMismatch, SpecError, WaitTimeout
+from jobset_core.errors import CreationFailed, Forbidden, IdentityMismatch, SpecError, WaitTimeout
 from jobset_core.models import JobSet, load_jobset
 from jobset_core.outcome import Outcome, Phase, Progress
 
@@ -715,3 +715,62 @@ async def test_async_wait_can_be_cancelled(cluster_namespace: str, devcluster: A
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+def _limited_kubeconfig(devcluster: Any, namespace: str, workdir: Path) -> Path:
+    """A kubeconfig for a service account that may run JobSets but not read Events."""
+    from kubernetes import client as k8s
+
+    rbac = k8s.RbacAuthorizationV1Api(devcluster.api_client())
+    devcluster.core.create_namespaced_service_account(
+        namespace, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name="runner"))
+    )
+    rules = [
+        ("jobset.x-k8s.io", "jobsets", ["get", "list", "watch", "create", "delete", "patch"]),
+        ("", "pods", ["get", "list"]),
+        ("", "pods/log", ["get"]),
+        ("batch", "jobs", ["get", "list"]),
+    ]
+    rbac.create_namespaced_role(
+        namespace,
+        k8s.V1Role(
+            metadata=k8s.V1ObjectMeta(name="runner"),
+            rules=[k8s.V1PolicyRule(api_groups=[g], resources=[r], verbs=v) for g, r, v in rules],
+        ),
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        k8s.V1RoleBinding(
+            metadata=k8s.V1ObjectMeta(name="runner"),
+            role_ref=k8s.V1RoleRef(
+                api_group="rbac.authorization.k8s.io", kind="Role", name="runner"
+            ),
+            subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name="runner", namespace=namespace)],
+        ),
+    )
+    token = devcluster.core.create_namespaced_service_account_token(
+        "runner",
+        namespace,
+        k8s.AuthenticationV1TokenRequest(
+            spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
+        ),
+    ).status.token
+    config = yaml.safe_load(devcluster.kubeconfig.read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = workdir / "limited-kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_wait_without_rbac_for_events_still_finishes(
+    flavour: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
+) -> None:
+    kubeconfig = _limited_kubeconfig(devcluster, cluster_namespace, tmp_path)
+    settings = ClientSettings(kubeconfig_path=str(kubeconfig))
+    with JobSetClient(settings) as plain, pytest.raises(Forbidden):  # the premise
+        plain.list_events(namespace=cluster_namespace)
+    async with open_backend(flavour, kubeconfig) as limited:
+        jobset = manifest("limited", rjob("w", annotations={"devcluster/termination-message": "7"}))
+        _, outcome, _ = await run(limited, jobset, cluster_namespace)
+    assert outcome.phase is Phase.COMPLETED and outcome.result == 7
