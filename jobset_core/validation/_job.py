@@ -250,7 +250,7 @@ def _check_selector(
 
 def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
     keys: set[Any] = {*as_map(selector.get("matchLabels"))}
-    keys |= {as_map(expr).get("key") for expr in as_list(selector.get("matchExpressions"))}
+    keys |= {str(as_map(expr).get("key")) for expr in as_list(selector.get("matchExpressions"))}
     if any(isinstance(k, str) and k.startswith(_JOBSET_PREFIX) and k not in labels for k in keys):
         return True  # a per-Job JobSet label (job-index, uid...): cannot be decided here
     for key, value in as_map(selector.get("matchLabels")).items():

@@ -42,10 +42,11 @@ def check_pod_failure_policy(out: Collector, spec: Mapping[str, Any], loc: Loc) 
             "job-pod-failure-policy",
         )
     pod_spec = as_map(as_map(spec.get("template")).get("spec"))
-    names: set[Any] = {
-        as_map(c).get("name")
+    names = {
+        name
         for key in ("containers", "initContainers")
         for c in as_list(pod_spec.get(key))
+        if (name := as_str(as_map(c).get("name"))) is not None
     }
     for index, raw in enumerate(rules):
         rule, rule_loc = as_map(raw), (*loc, "rules", index)
@@ -84,7 +85,7 @@ def check_pod_failure_policy(out: Collector, spec: Mapping[str, Any], loc: Loc) 
 
 
 def _check_on_exit_codes(
-    out: Collector, on_exit: Mapping[str, Any], loc: Loc, names: set[Any]
+    out: Collector, on_exit: Mapping[str, Any], loc: Loc, names: set[str]
 ) -> None:
     operator = on_exit.get("operator")
     if not operator:
@@ -95,7 +96,7 @@ def _check_on_exit_codes(
             unsupported(operator, _EXIT_CODE_OPERATORS),
             "job-pod-failure-policy",
         )
-    container = on_exit.get("containerName")
+    container = as_str(on_exit.get("containerName"))
     if container is not None and container not in names:
         out.add(
             (*loc, "containerName"),

@@ -924,3 +924,103 @@ def test_parse_quantity_rejects_malformed(text: Any) -> None:
     from jobset_core.validation._resources import parse_quantity
 
     assert parse_quantity(text) is None
+
+
+# -- robustness: malformed templates are reported, never crash validate() ---------------------
+
+RICH = jobset(
+    job={
+        "completions": 2,
+        "parallelism": 2,
+        "manualSelector": True,
+        "selector": {
+            "matchLabels": {"a": "b"},
+            "matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}],
+        },
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {"operator": "In", "values": [1, 2], "containerName": "main"},
+                },
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                },
+            ]
+        },
+        "successPolicy": {"rules": [{"succeededIndexes": "0-1", "succeededCount": 1}]},
+        "template": {
+            "metadata": {"labels": {"a": "b"}, "annotations": {"x": "y"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"k": "v"},
+                "tolerations": [
+                    {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
+                ],
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "initContainers": [{"name": "init", "image": "x"}],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "x",
+                        "imagePullPolicy": "Always",
+                        "ports": [{"containerPort": 80, "name": "http"}],
+                        "env": [{"name": "E", "value": "1"}],
+                        "volumeMounts": [
+                            {"name": "v", "mountPath": "/v"},
+                            {"name": "claim", "mountPath": "/c"},
+                        ],
+                        "resources": {
+                            "requests": {"cpu": "1"},
+                            "limits": {"cpu": 2, "nvidia.com/gpu": 1},
+                        },
+                    }
+                ],
+            },
+        },
+    },
+    coordinator={"replicatedJob": "rj", "jobIndex": 0, "podIndex": 0},
+    volumeClaimPolicies=[
+        {"templates": [{"metadata": {"name": "claim"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}
+    ],
+)
+ROOTS = (("replicatedJobs", 0, "template", "spec"), ("volumeClaimPolicies", 0, "templates", 0))
+WRONG = (None, -3, 1.5, "str", [], [1], {"x": 1})
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else []
+    )
+    for key, child in items:
+        found.extend(_paths(child, (*prefix, key)))
+    return found
+
+
+def _at(document: dict[str, Any], path: tuple[Any, ...]) -> Any:
+    node: Any = document["spec"]
+    for key in path:
+        node = node[key]
+    return node
+
+
+def test_rich_template_is_valid() -> None:
+    assert validate(load_jobset(RICH)) == []
+
+
+@pytest.mark.parametrize("root", ROOTS, ids=["job template", "volume claim template"])
+def test_malformed_values_anywhere_are_reported_not_raised(root: tuple[Any, ...]) -> None:
+    checked = 0
+    for path in _paths(_at(RICH, root)):
+        for wrong in WRONG:
+            document = copy.deepcopy(RICH)
+            _at(document, root + path[:-1])[path[-1]] = wrong
+            validate(load_jobset(document))  # must not raise
+            checked += 1
+    assert checked >= 5 * len(WRONG)  # every node of the template was replaced
