@@ -5,7 +5,7 @@ JobSet controller, for tests and the demo.
 Standard library only (runs with the system python3, no venv). Needs the Go
 toolchain (for `build`) and the `openssl` CLI (for `up`).
 
-    python3 tests/cluster/devcluster.py build    # build/cached binaries (cold: 20-40 min)
+    python3 tests/cluster/devcluster.py build    # build/cached binaries (cold: 8-30 min)
     python3 tests/cluster/devcluster.py up       # start the cluster in .devcluster/
     python3 tests/cluster/devcluster.py status   # health of every component
     python3 tests/cluster/devcluster.py down     # stop every process that `up` started
@@ -326,7 +326,7 @@ def cmd_build(args) -> Path:
         log(f"cold build of {len(plan)} components into {final}")
         log(
             "this compiles Kubernetes, etcd, kwok and JobSet from Go modules: it takes a while "
-            "(about 20-40 min on 2 cores; later runs reuse the cache and take seconds)"
+            "(8-10 min on an idle 2-core machine, 30+ min on a busy one; later runs reuse the cache)"
         )
         tmp = root / f"{key}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
