@@ -326,7 +326,7 @@ def cmd_build(args) -> Path:
         log(f"cold build of {len(plan)} components into {final}")
         log(
             "this compiles Kubernetes, etcd, kwok and JobSet from Go modules: it takes a while "
-            "(8-10 min on an idle 2-core machine, 30+ min on a busy one; later runs reuse the cache)"
+            "(8-10 min on an idle 2-core machine, 30+ min on a busy one; then it is cached)"
         )
         tmp = root / f"{key}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
