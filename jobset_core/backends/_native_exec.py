@@ -23,7 +23,7 @@ from jobset_core.backends._anchor import ANCHOR_KIND, Anchor, owner_reference, s
 from jobset_core.policy import ChildJob, FailureDecision, JobDeletion, ReconcilePlan, next_step
 from jobset_core.render import Placement, headless_service, render
 
-__all__ = ["NativePass", "child_views", "controller_owner_uid", "plan_pass"]
+__all__ = ["NativePass", "child_views", "controller_owner_uid", "foreign_job", "plan_pass"]
 
 
 def controller_owner_uid(obj: Mapping[str, Any]) -> str | None:
@@ -47,6 +47,20 @@ def child_views(anchor: Anchor, jobs: Iterable[Mapping[str, Any]]) -> list[Child
         if controller_owner_uid(job) == anchor.uid:
             views.append(dataclasses.replace(ChildJob.from_api(job), owner_uid=anchor.uid))
     return views
+
+
+def foreign_job(anchor: Anchor, existing: Mapping[str, Any]) -> str | None:
+    """Why a Job that blocks the creation of one of ours (same name) will never go away by
+    itself; ``None`` when it is ours, being deleted, or left from an older anchor of the same
+    name (garbage collection removes it).
+
+    Upstream keeps emitting ``JobCreationFailed`` for such a Job and never fails the JobSet;
+    the native backend reports it instead of re-planning the same creation forever.
+    """
+    meta = existing.get("metadata") or {}
+    if meta.get("deletionTimestamp") or controller_owner_uid(existing) is not None:
+        return None
+    return f"Job {meta.get('name')} already exists and is not owned by this run"
 
 
 @dataclass(frozen=True)

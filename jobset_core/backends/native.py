@@ -40,7 +40,7 @@ from jobset_core.backends._anchor import (
     suspend_patch,
 )
 from jobset_core.backends._base import Handle, OnRestart, ProgressCallback, Submission
-from jobset_core.backends._native_exec import NativePass, plan_pass
+from jobset_core.backends._native_exec import NativePass, foreign_job, plan_pass
 from jobset_core.client import AsyncJobSetClient, EventType, JobSetClient, Unreachable
 from jobset_core.errors import (
     ApiError,
@@ -227,7 +227,9 @@ class NativeBackend:
                 raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        with contextlib.suppress(NotFound):  # cancelled meanwhile: wait() reports it
+        # A cancel meanwhile or a child that cannot be created is reported by wait(), as the
+        # controller backend does.
+        with contextlib.suppress(NotFound, CreationFailed):
             self._reconcile(handle, create=True)
         return Submission(handle, created=created, identity=marks)
 
@@ -334,12 +336,16 @@ class NativeBackend:
             self._patch_job(name, namespace, False)
 
     def _create_job(self, anchor: Anchor, job: Mapping[str, Any]) -> None:
+        name, why = job["metadata"]["name"], "JobCreationFailed"
         try:
             self._client.create_job(job, namespace=anchor.namespace)
-        except Conflict:
-            pass  # created by an earlier pass or another process
+        except Conflict:  # ours from an earlier pass or process; else it never goes away
+            with contextlib.suppress(NotFound):
+                existing = self._client.get_job(name, namespace=anchor.namespace)
+                problem = foreign_job(anchor, existing)
+                if problem is not None:
+                    raise CreationFailed(anchor.namespace, anchor.name, why, problem) from None
         except ApiError as err:
-            why = "JobCreationFailed"
             raise CreationFailed(anchor.namespace, anchor.name, why, str(err)) from err
 
     def _create_jobs(self, anchor: Anchor, jobs: tuple[dict[str, Any], ...]) -> None:
@@ -629,7 +635,9 @@ class AsyncNativeBackend:
                 raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        with contextlib.suppress(NotFound):  # cancelled meanwhile: wait() reports it
+        # A cancel meanwhile or a child that cannot be created is reported by wait(), as the
+        # controller backend does.
+        with contextlib.suppress(NotFound, CreationFailed):
             await self._reconcile(handle, create=True)
         return Submission(handle, created=created, identity=marks)
 
@@ -740,12 +748,16 @@ class AsyncNativeBackend:
             await self._patch_job(name, namespace, False)
 
     async def _create_job(self, anchor: Anchor, job: Mapping[str, Any]) -> None:
+        name, why = job["metadata"]["name"], "JobCreationFailed"
         try:
             await self._client.create_job(job, namespace=anchor.namespace)
-        except Conflict:
-            pass  # created by an earlier pass or another process
+        except Conflict:  # ours from an earlier pass or process; else it never goes away
+            with contextlib.suppress(NotFound):
+                existing = await self._client.get_job(name, namespace=anchor.namespace)
+                problem = foreign_job(anchor, existing)
+                if problem is not None:
+                    raise CreationFailed(anchor.namespace, anchor.name, why, problem) from None
         except ApiError as err:
-            why = "JobCreationFailed"
             raise CreationFailed(anchor.namespace, anchor.name, why, str(err)) from err
 
     async def _create_jobs(self, anchor: Anchor, jobs: tuple[dict[str, Any], ...]) -> None:

@@ -33,10 +33,10 @@ from jobset_core.backends._anchor import (
     build_anchor,
     parse_anchor,
 )
-from jobset_core.backends._native_exec import child_views, plan_pass
+from jobset_core.backends._native_exec import child_views, foreign_job, plan_pass
 from jobset_core.backends.native import AsyncNativeBackend, NativeBackend
 from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
-from jobset_core.errors import IdentityMismatch, NotFound, WaitTimeout
+from jobset_core.errors import CreationFailed, IdentityMismatch, NotFound, WaitTimeout
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
@@ -201,6 +201,27 @@ def test_jobs_of_other_owners_are_not_the_runs() -> None:
     ]
     assert [view.name for view in child_views(anchor, jobs)] == ["demo-a-0"]
     assert all(view.owner_uid == UID for view in child_views(anchor, jobs))
+
+
+@pytest.mark.parametrize(
+    ("job", "foreign"),
+    [
+        pytest.param(api_job("a"), False, id="ours"),
+        pytest.param(api_job("a", deleting=True), False, id="being-deleted"),
+        pytest.param(api_job("a", owner=("v1", "ConfigMap", "older")), False, id="older-anchor"),
+        pytest.param(
+            api_job("a", owner=("jobset.x-k8s.io/v1alpha2", "JobSet", "js")),
+            True,
+            id="a-jobsets",
+        ),
+        pytest.param({"metadata": {"name": "demo-a-0"}}, True, id="unowned"),
+    ],
+)
+def test_foreign_job(job: dict[str, Any], foreign: bool) -> None:
+    problem = foreign_job(make_anchor(rjob("a")), job)
+    assert (problem is not None) == foreign
+    if foreign:
+        assert problem == "Job demo-a-0 already exists and is not owned by this run"
 
 
 def test_nothing_to_do_writes_nothing() -> None:
@@ -605,7 +626,8 @@ def everything(devcluster: Any, namespace: str, name: str) -> list[str]:
 
 def assert_owned_by_anchor(devcluster: Any, namespace: str, name: str, uid: str) -> None:
     objects = [*jobs_of(devcluster, namespace, name)]
-    objects += list(devcluster.core.list_namespaced_service(namespace).items)
+    services = devcluster.core.list_namespaced_service(namespace).items
+    objects += [svc for svc in services if svc.metadata.name == name]
     assert objects
     for obj in objects:
         (owner,) = obj.metadata.owner_references
@@ -968,3 +990,57 @@ class TestOnCluster:
         assert_owned_by_anchor(devcluster, cluster_namespace, "phoenix", sub.handle.uid)
         await native.delete(sub.handle, wait=True, timeout=60)
         assert everything(devcluster, cluster_namespace, "phoenix") == []
+
+    async def test_two_runs_in_one_namespace_never_cross_talk(
+        self, native: Twin, flavour: str, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        flaky = manifest(
+            "flaky", crjob("w", 2, fail_until_attempt=1), failurePolicy={"maxRestarts": 1}
+        )
+        steady = manifest("steady", crjob("w", 2, run="1.5"))
+        subs = [await native.submit(js, namespace=cluster_namespace) for js in (flaky, steady)]
+        async with open_backend(flavour, devcluster.kubeconfig) as other:
+            ends = await asyncio.gather(
+                native.wait(subs[0].handle, timeout=60), other.wait(subs[1].handle, timeout=60)
+            )
+        assert [(o.name, o.terminal_state, o.restarts) for o in ends] == [
+            ("flaky", "Completed", 1),
+            ("steady", "Completed", 0),
+        ]
+        assert attempts(devcluster, cluster_namespace, "flaky") == {"1"}
+        assert attempts(devcluster, cluster_namespace, "steady") == {"0"}
+        for sub in subs:
+            assert_owned_by_anchor(devcluster, cluster_namespace, sub.handle.name, sub.handle.uid)
+
+    async def test_suspend_a_running_run_then_resume(
+        self, native: Twin, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        sub = await native.submit(manifest("nap", crjob("w", run="3")), namespace=cluster_namespace)
+        selector = f"{labels.JOBSET_NAME}=nap"
+
+        def pods() -> list[Any]:
+            found = devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector)
+            return list(found.items)
+
+        await until(lambda: any(p.status.phase == "Running" for p in pods()), desc="a running pod")
+        suspended = await native.set_suspend(sub.handle, True)
+        assert suspended.phase is Phase.SUSPENDED
+        assert all(j.spec.suspend for j in jobs_of(devcluster, cluster_namespace, "nap"))
+        await until(lambda: not pods(), desc="the suspended Job's pods to go")
+        await native.set_suspend(sub.handle, False)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 0)
+
+    async def test_a_foreign_job_in_the_way_is_reported(
+        self, native: Twin, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        devcluster.batch.create_namespaced_job(
+            cluster_namespace,
+            {
+                "metadata": {"name": "blocked-w-0"},
+                "spec": {"suspend": True, "template": {"spec": POD_SPEC}},
+            },
+        )
+        sub = await native.submit(manifest("blocked", crjob("w")), namespace=cluster_namespace)
+        with pytest.raises(CreationFailed, match="blocked-w-0 already exists"):
+            await native.wait(sub.handle, timeout=30)
