@@ -30,7 +30,14 @@ import yaml
 
 from jobset_core.backends import AsyncControllerBackend, ControllerBackend, Handle
 from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
-from jobset_core.errors import CreationFailed, Forbidden, IdentityMismatch, SpecError, WaitTimeout
+from jobset_core.errors import (
+    CreationFailed,
+    Forbidden,
+    IdentityMismatch,
+    NotFound,
+    SpecError,
+    WaitTimeout,
+)
 from jobset_core.models import JobSet, load_jobset
 from jobset_core.outcome import Outcome, Phase, Progress
 
@@ -702,8 +709,28 @@ async def test_wait_on_a_deleted_jobset_fails_fast(backend: Twin, cluster_namesp
     jobset = manifest("vanish", rjob("workers", annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
     await backend.delete(submission.handle, wait=True, timeout=60)
-    with pytest.raises(Exception, match="gone"):
+    with pytest.raises(NotFound, match="gone"):
         await backend.wait(submission.handle, timeout=30)
+
+
+async def test_deleted_while_waiting_ends_the_wait(
+    backend: Twin, cluster_namespace: str, devcluster: Any
+) -> None:
+    jobset = manifest("doomed", rjob("w", annotations={"devcluster/never-finish": "true"}))
+    submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
+    recorder = Recorder(lambda p: p.phase is Phase.RUNNING)
+
+    def delete_when_running() -> None:
+        if recorder.matched.wait(60):
+            devcluster.delete_jobset(cluster_namespace, "doomed")
+
+    thread = threading.Thread(target=delete_when_running, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    with pytest.raises(NotFound, match="gone"):
+        await backend.wait(submission.handle, timeout=60, on_progress=recorder)
+    assert time.monotonic() - started < 30
+    thread.join(5)
 
 
 async def test_async_wait_can_be_cancelled(cluster_namespace: str, devcluster: Any) -> None:
