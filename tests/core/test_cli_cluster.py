@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from jobset_core import cli as jobsetctl
 from jobset_core import cli_cluster
 from jobset_core.cli import Command
 
@@ -74,10 +75,16 @@ def cli(devcluster: Any, cluster_namespace: str) -> Cli:
     return Cli(devcluster, cluster_namespace)
 
 
-def test_commands_plug_into_jobsetctl() -> None:
+def test_commands_plug_into_jobsetctl(monkeypatch: pytest.MonkeyPatch) -> None:
     commands = cli_cluster.commands()
     assert [c.name for c in commands] == ["run", "status", "delete", "logs"]
     assert all(isinstance(c, Command) for c in commands)
+    # What jobset_core.cli does with them: one more table entry each.
+    monkeypatch.setattr(jobsetctl, "COMMANDS", (*jobsetctl.COMMANDS, *commands))
+    out = io.StringIO()
+    assert jobsetctl.main(["run", "--help"], stdout=out, stderr=io.StringIO()) == 0
+    assert "--follow-logs" in out.getvalue() and "--backend" in out.getvalue()
+    assert jobsetctl.main(["logs"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
 
 
 def test_run_completed_prints_progress_and_result(cli: Cli, tmp_path: Path) -> None:
