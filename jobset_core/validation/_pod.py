@@ -1,11 +1,12 @@
 """A subset of Kubernetes' pod-template validation (``pkg/apis/core/validation``, v1.36).
 
 What a Job's pod template most often gets wrong: no containers, container names, images,
-pull policies, ports, env names, container resources (:mod:`._resources`), volume names and
-mounts, tolerations, label and annotation syntax. Mounts may name a ``volumeClaimPolicies``
-template: the JobSet controller adds that volume. Not mirrored: probes, security contexts,
-affinity, topology spread, DNS config, volume sources, resource claims, scheduling gates,
-pod-level resources, env var name syntax.
+pull policies, ports, env names, container resources (:mod:`._resources`), probes and hooks
+(:mod:`._probes`), volume names, sources and mounts, tolerations, label and annotation syntax.
+Mounts may name a ``volumeClaimPolicies`` template: the JobSet controller adds that volume.
+Not mirrored: security contexts, affinity, topology spread, DNS config, volume source details,
+resource claims, scheduling gates, pod-level resources, env var name syntax, sidecar
+``restartPolicy`` rules.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from jobset_core.validation._common import (
     as_str,
     unsupported,
 )
+from jobset_core.validation._probes import check_probes
 from jobset_core.validation._resources import check_container_resources
 
 __all__ = ["check_metadata", "check_pod_spec"]
@@ -140,6 +142,7 @@ def _check_container(
         )
     _check_ports(out, as_list(ctr.get("ports")), (*loc, "ports"))
     check_container_resources(out, as_map(ctr.get("resources")), (*loc, "resources"))
+    check_probes(out, ctr, loc, init=loc[-2] == "initContainers")
     for index, raw in enumerate(as_list(ctr.get("env"))):
         if as_map(raw).get("name") == "":
             out.add((*loc, "env", index, "name"), "Required value", "container-env")

@@ -13,6 +13,7 @@ JobSet webhook accepts every one of these JobSets (server-side dry run).
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -644,6 +645,83 @@ JOB_CASES = [
         ),
     ),
     Case(
+        "probes and lifecycle hooks",
+        jobset(
+            pod={
+                "initContainers": [
+                    {
+                        "name": "init",
+                        "image": "x",
+                        "readinessProbe": {"exec": {"command": ["true"]}},
+                    },
+                    {
+                        "name": "sidecar",
+                        "image": "x",
+                        "restartPolicy": "Always",
+                        "startupProbe": {"tcpSocket": {"port": 8080}, "successThreshold": 2},
+                    },
+                ],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "x",
+                        "livenessProbe": {"periodSeconds": -1},
+                        "readinessProbe": {
+                            "httpGet": {"port": "HTTP_port", "scheme": "FTP"},
+                            "exec": {"command": ["true"]},
+                            "terminationGracePeriodSeconds": 5,
+                        },
+                        "startupProbe": {"grpc": {"port": 70000}, "successThreshold": 0},
+                        "lifecycle": {"preStop": {}},
+                    }
+                ],
+            }
+        ),
+        (
+            (
+                f"{P}.initContainers[0].readinessProbe",
+                "container-probe",
+                "may not be set for init containers",
+            ),
+            (
+                f"{P}.initContainers[1].startupProbe.successThreshold",
+                "container-probe",
+                "must be 1",
+            ),
+            (f"{C0}.livenessProbe", "container-probe", "must specify a handler type"),
+            (
+                f"{C0}.livenessProbe.periodSeconds",
+                "container-probe",
+                "must be greater than or equal to 0",
+            ),
+            (
+                f"{C0}.readinessProbe.httpGet",
+                "container-probe",
+                "may not specify more than 1 handler type",
+            ),
+            (
+                f"{C0}.readinessProbe.terminationGracePeriodSeconds",
+                "container-probe",
+                "must not be set for readinessProbes",
+            ),
+            (f"{C0}.startupProbe.grpc.port", "container-probe", "must be between 1 and 65535"),
+            (f"{C0}.lifecycle.preStop", "container-probe", "must specify a handler type"),
+        ),
+    ),
+    Case(
+        "valid probes (the first handler's port and scheme are checked)",
+        jobset(
+            pod=ctr(
+                livenessProbe={
+                    "httpGet": {"port": "http", "path": "/healthz"},
+                    "successThreshold": 1,
+                },
+                readinessProbe={"tcpSocket": {"port": 80}},
+                lifecycle={"preStop": {"sleep": {"seconds": 1}}},
+            )
+        ),
+    ),
+    Case(
         "tolerations",
         jobset(
             pod={
@@ -890,6 +968,17 @@ def test_kubernetes_job_validation_agrees(
             continue
         ours = "spec" + path[len(T) :]
         assert any(ours == f or ours.startswith((f"{f}.", f"{f}[")) for f in fields), (ours, fields)
+    # ...and we name every field the server names (it writes map keys as [key]; it also blames
+    # the pod labels for a selector it rejects).
+    mine = ["spec" + path[len(T) :] for path, _, _ in case.expected]
+    coarse = {"spec.template.labels", "spec.template.annotations"}
+    if any(rule == "job-selector" for _, rule, _ in case.expected):
+        coarse.add("spec.template.metadata.labels")
+    server = {re.sub(r"\[([^\]0-9][^\]]*)\]", r".\1", f) for f in fields - coarse}
+    missed = {
+        f for f in server if not any(m == f or m.startswith((f"{f}.", f"{f}[")) for m in mine)
+    }
+    assert not missed, missed
 
 
 @pytest.mark.parametrize(
