@@ -205,7 +205,8 @@ class NativeBackend:
         expected_uid: str | None = None,
     ) -> Submission:
         """Validate, create the anchor and run the first pass (Service and Jobs); or adopt
-        the existing anchor when its identity labels (and UID, when given) match.
+        the existing anchor when its identity labels (and UID, when given) match (the run
+        then moves on in :meth:`wait`).
 
         Raises:
             SpecError: the JobSet is invalid, or uses what the native backend cannot do.
@@ -227,10 +228,11 @@ class NativeBackend:
                 raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        # A cancel meanwhile or a child that cannot be created is reported by wait(), as the
-        # controller backend does.
-        with contextlib.suppress(NotFound, CreationFailed):
-            self._reconcile(handle, create=True)
+        if created:  # an adopted run moves on in wait(), where a restart can be handed back
+            # A cancel meanwhile or a child that cannot be created is reported by wait(), as
+            # the controller backend does.
+            with contextlib.suppress(NotFound, CreationFailed):
+                self._reconcile(handle, create=True)
         return Submission(handle, created=created, identity=marks)
 
     def attach(
@@ -613,7 +615,8 @@ class AsyncNativeBackend:
         expected_uid: str | None = None,
     ) -> Submission:
         """Validate, create the anchor and run the first pass (Service and Jobs); or adopt
-        the existing anchor when its identity labels (and UID, when given) match.
+        the existing anchor when its identity labels (and UID, when given) match (the run
+        then moves on in :meth:`wait`).
 
         Raises:
             SpecError: the JobSet is invalid, or uses what the native backend cannot do.
@@ -635,10 +638,11 @@ class AsyncNativeBackend:
                 raise problem from None
             created = False
         handle = _handle(parse_anchor(obj))
-        # A cancel meanwhile or a child that cannot be created is reported by wait(), as the
-        # controller backend does.
-        with contextlib.suppress(NotFound, CreationFailed):
-            await self._reconcile(handle, create=True)
+        if created:  # an adopted run moves on in wait(), where a restart can be handed back
+            # A cancel meanwhile or a child that cannot be created is reported by wait(), as
+            # the controller backend does.
+            with contextlib.suppress(NotFound, CreationFailed):
+                await self._reconcile(handle, create=True)
         return Submission(handle, created=created, identity=marks)
 
     async def attach(

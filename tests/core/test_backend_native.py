@@ -1044,3 +1044,25 @@ class TestOnCluster:
         sub = await native.submit(manifest("blocked", crjob("w")), namespace=cluster_namespace)
         with pytest.raises(CreationFailed, match="blocked-w-0 already exists"):
             await native.wait(sub.handle, timeout=30)
+
+    async def test_nothing_moves_without_a_process_and_an_adopting_retry_hands_back_the_restart(
+        self, native: Twin, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("idle", crjob("w", fail_until_attempt=1), failurePolicy={"maxRestarts": 1})
+        first = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+
+        def failed() -> bool:
+            jobs = jobs_of(devcluster, cluster_namespace, "idle")
+            conditions = [c for j in jobs for c in j.status.conditions or []]
+            return any(c.type == "Failed" and c.status == "True" for c in conditions)
+
+        await until(failed, desc="the Job to fail")
+        await asyncio.sleep(1)
+        assert (await native.status(first.handle)).restarts == 0  # no process, no restart
+        retry = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        assert not retry.created and retry.handle == first.handle
+        handed_back = await native.wait(retry.handle, timeout=30, on_restart="return")
+        assert (handed_back.phase, handed_back.restarts) == (Phase.RESTARTING, 1)
+        assert handed_back.failed_job == "idle-w-0"
+        outcome = await native.wait(retry.handle, timeout=60, on_restart="return")
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
