@@ -801,3 +801,54 @@ async def test_wait_without_rbac_for_events_still_finishes(
         jobset = manifest("limited", rjob("w", annotations={"devcluster/termination-message": "7"}))
         _, outcome, _ = await run(limited, jobset, cluster_namespace)
     assert outcome.phase is Phase.COMPLETED and outcome.result == 7
+
+
+# ---------------------------------------------------------------------------------- parity
+
+PARITY = [
+    pytest.param({}, {}, ("Completed", "AllJobsCompleted", 0), id="success"),
+    pytest.param(
+        {"devcluster/fail-until-attempt": "1"},
+        {"failurePolicy": {"maxRestarts": 2}},
+        ("Completed", "AllJobsCompleted", 1),
+        id="restart-then-success",
+    ),
+    pytest.param(
+        FAIL,
+        {"failurePolicy": {"maxRestarts": 1}},
+        ("Failed", "ReachedMaxRestarts", 1),
+        id="reached-max-restarts",
+    ),
+]
+
+
+@pytest.mark.parametrize(("notes", "spec", "end"), PARITY)
+def test_same_manifest_same_end_on_both_backends(
+    notes: dict[str, str],
+    spec: dict[str, Any],
+    end: tuple[str, str, int],
+    devcluster: Any,
+    cluster_namespace: str,
+) -> None:
+    """The controller and the native backend end a manifest the same way: terminal state,
+    reason, restart count, and the restart-attempt label of the last attempt's pods."""
+    from jobset_core.backends.native import NativeBackend
+
+    ends, attempts = {}, {}
+    with JobSetClient(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
+        for kind, backend in (
+            ("controller", ControllerBackend(client, watch_window=5)),
+            ("native", NativeBackend(client)),
+        ):
+            jobset = manifest(f"par-{kind}", rjob("w", 2, annotations=notes), **spec)
+            submission = backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
+            outcome = backend.wait(submission.handle, timeout=WAIT)
+            ends[kind] = (outcome.terminal_state, outcome.reason, outcome.restarts)
+            pods = devcluster.core.list_namespaced_pod(
+                cluster_namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name=par-{kind}"
+            ).items
+            attempts[kind] = max(
+                int(p.metadata.labels["jobset.sigs.k8s.io/restart-attempt"]) for p in pods
+            )
+    assert ends == {"controller": end, "native": end}
+    assert attempts["controller"] == attempts["native"] == end[2]
