@@ -552,6 +552,24 @@ async def test_creation_failed_surfaces_promptly(
     assert recorder.events[-1].kind == "creation-failed"
 
 
+async def test_headless_service_creation_failure_surfaces(
+    backend: Twin, cluster_namespace: str, devcluster: Any
+) -> None:
+    from kubernetes import client as k8s
+
+    quota = k8s.V1ResourceQuota(
+        metadata=k8s.V1ObjectMeta(name="no-services"),
+        spec=k8s.V1ResourceQuotaSpec(hard={"services": "0"}),
+    )
+    devcluster.core.create_namespaced_resource_quota(cluster_namespace, quota)
+    jobset = manifest("nosvc", rjob("w"))
+    submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
+    with pytest.raises(CreationFailed) as caught:
+        await backend.wait(submission.handle, timeout=60)
+    assert caught.value.reason == "HeadlessServiceCreationFailed"
+    assert "quota" in caught.value.message
+
+
 async def test_two_jobsets_in_one_namespace_never_cross_talk(
     backend: Twin, cluster_namespace: str
 ) -> None:
