@@ -12,7 +12,9 @@ Deliberate differences (stricter, all are failures upstream too, only later or w
 * a replicated job that depends on itself is rejected (upstream accepts it; it never starts);
 * the JobSet name must be a DNS-1035 label on its own (upstream only checks the generated Job
   names, which fails for the same names with a less direct message);
-* ``replicas >= 0`` (a CRD ``minimum`` only on upstream main, not in v0.12.0).
+* ``replicas >= 0`` (a CRD ``minimum`` only on upstream main, not in v0.12.0);
+* the exclusive-topology annotation must name a valid node label key (upstream puts it in pod
+  affinity terms, and every pod of the JobSet then fails to be created).
 
 The failure-policy, coordinator and volume-claim rules are in :mod:`._jobset_policies`.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobset_core.labels import GROUP_NAME, JOBSET_NAME, REPLICATED_JOB_NAME
+from jobset_core.labels import EXCLUSIVE_TOPOLOGY, GROUP_NAME, JOBSET_NAME, REPLICATED_JOB_NAME
 from jobset_core.models import JobSet, ReplicatedJob
 from jobset_core.validation import _names
 from jobset_core.validation._common import Collector, Loc, as_int, effective_name
@@ -71,6 +73,7 @@ def check_jobset(out: Collector, js: JobSet, gates: Mapping[str, bool]) -> None:
     check_failure_policy(out, js, names, gates)
     check_coordinator(out, js)
     check_volume_claim_policies(out, js)
+    _check_exclusive_topology(out, js)
 
 
 def _check_name(out: Collector, js: JobSet) -> bool:
@@ -243,3 +246,25 @@ def added_pod_labels(js: JobSet, rjob: ReplicatedJob) -> dict[str, str]:
         REPLICATED_JOB_NAME: rjob.name,
         GROUP_NAME: rjob.group_name or "default",
     }
+
+
+def _check_exclusive_topology(out: Collector, js: JobSet) -> None:
+    sources: list[tuple[Loc, dict[str, str] | None]] = [
+        (("metadata", "annotations"), js.metadata.annotations)
+    ]
+    for index, rjob in enumerate(js.replicated_jobs):
+        meta = rjob.template.metadata
+        loc: Loc = ("spec", "replicatedJobs", index, "template", "metadata", "annotations")
+        sources.append((loc, meta.annotations if meta else None))
+    for loc, values in sources:
+        key = (values or {}).get(EXCLUSIVE_TOPOLOGY)
+        if key is not None:
+            errors = _names.qualified_name(key)
+            out.extend(
+                (*loc, EXCLUSIVE_TOPOLOGY),
+                [
+                    f"must be a node label key (the topologyKey of the placement): {e}"
+                    for e in errors
+                ],
+                "exclusive-topology",
+            )

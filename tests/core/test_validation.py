@@ -41,6 +41,7 @@ from jobset_core.models import (
 from jobset_core.validation import FEATURE_GATES, ensure_valid, validate
 
 MAX_INT32 = 2**31 - 1
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 POD = {"containers": [{"name": "test", "image": "bash:latest"}]}
 INDEXED_2 = {"completionMode": "Indexed", "completions": 2, "parallelism": 2}
 INDEXED_1 = {"completionMode": "Indexed", "completions": 1, "parallelism": 1}
@@ -855,6 +856,41 @@ CRD_CASES = [
             ("spec.coordinator.jobIndex", "coordinator", "coordinator job index 0 is invalid"),
             ("spec.coordinator.replicatedJob", "coordinator", "must be indexed completion mode"),
         ),
+    ),
+    Case(
+        "exclusive topology must be a node label key",
+        {
+            **js(rj()),
+            "metadata": {
+                "name": "js",
+                "annotations": {EXCLUSIVE: "zone name"},
+            },
+        },
+        (
+            (
+                f"metadata.annotations.{EXCLUSIVE}",
+                "exclusive-topology",
+                "must be a node label key",
+            ),
+        ),
+        server_rejects=False,  # upstream fails later, when the pods are created
+    ),
+    Case(
+        "exclusive topology on a replicated job",
+        {
+            **js(rj()),
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        **rj(),
+                        "template": {
+                            **rj()["template"],
+                            "metadata": {"annotations": {EXCLUSIVE: "topology.kubernetes.io/zone"}},
+                        },
+                    }
+                ]
+            },
+        },
     ),
     # Stricter than upstream, which accepts a self-dependency that then never starts.
     Case(
