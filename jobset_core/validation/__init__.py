@@ -14,6 +14,24 @@ path is one the user wrote or can add):
 Each :class:`~jobset_core.errors.Problem` has a field path in API spelling
 (``spec.replicatedJobs[1].dependsOn[0].name``), a message and a stable ``rule`` id. Problems
 are sorted by path (indexes compared as numbers).
+
+Rule ids:
+
+* model (as :func:`jobset_core.load_jobset` reports them): ``unknown-field`` and pydantic's
+  error types (``literal_error``, ``missing``, ``greater_than_equal``, ...);
+* JobSet (webhook, CRD): ``jobset-name``, ``namespace``, ``subdomain``, ``managed-by``,
+  ``replicas``, ``pods-max-int32``, ``group-name``, ``job-name``, ``pod-name``,
+  ``replicated-job-duplicate``, ``depends-on-first``, ``depends-on-order``,
+  ``depends-on-duplicate``, ``depends-on-max-items``, ``startup-policy-depends-on``,
+  ``success-policy-target``, ``in-place-restart-gate``, ``in-place-restart``,
+  ``restart-job-gate``, ``restart-job-replicas``, ``failure-rule-name``,
+  ``failure-rule-name-unique``, ``failure-rule-target``, ``failure-rule-reason``,
+  ``coordinator``, ``coordinator-label``, ``volume-claim-name``, ``volume-claim-unmounted``,
+  ``volume-claim-conflict``, ``volume-claim-namespace``, ``volume-claim-max-items``, ``ttl``,
+  ``exclusive-topology``;
+* Kubernetes schema: ``unknown-field``, ``type``, ``required``, ``quantity``, ``duplicate``;
+* Job: ``job-*`` (``job-indexed-completions``, ``job-restart-policy``, ...); pod template:
+  ``pod-*``, ``container-*``, ``label-key``, ``label-value``, ``annotation-key``.
 """
 
 from __future__ import annotations
