@@ -721,12 +721,13 @@ def stop_components(named: list[tuple[str, dict]], quiet: bool, grace: float = 1
         time.sleep(0.1)
 
 
-def cmd_down(args=None, quiet=False) -> int:
+def cmd_down(args=None, quiet=False, force=False) -> int:
+    force = force or bool(getattr(args, "force", False))
     with state_lock():
-        return _down(quiet)
+        return _down(quiet, force)
 
 
-def _down(quiet: bool) -> int:
+def _down(quiet: bool, force: bool) -> int:
     root = state_dir()
     st = State(root)
     comps = st.components
@@ -735,6 +736,19 @@ def _down(quiet: bool) -> int:
             log(f"nothing to stop (no {root / 'state.json'})")
         return 0
     me = os.getpid()
+    owner = st.data.get("owner_pid")
+    if (
+        owner
+        and not force
+        and owner not in (me, os.getppid())
+        and proc_start_time(owner) is not None
+        and not proc_is_zombie(owner)
+    ):
+        log(
+            f"this devcluster ({root}) belongs to the running process {owner} (a pytest session "
+            "that started it), which stops it when it ends; `down --force` stops it now"
+        )
+        return 1
     order = [n for n in reversed(st.data.get("order", [])) if n in comps]
     order += [n for n in comps if n not in order]
     # Clients of the API first (so they do not spin on errors), then the apiserver, then etcd.
@@ -1048,7 +1062,7 @@ def _cmd_up(args) -> int:
         return 0
     if State(root).components:
         log("found a stale/unhealthy devcluster; stopping it first")
-        cmd_down(quiet=True)
+        cmd_down(quiet=True, force=True)
     bin_dir = cmd_build(argparse.Namespace(quiet=True))
     manifest = json.loads((bin_dir / "manifest.json").read_text())
     jobset_dir = Path(manifest.get("jobset_module_dir", ""))
@@ -1092,7 +1106,7 @@ def _cmd_up(args) -> int:
                 "address already in use" in log_tail(c["log"], 200) for c in st.components.values()
             )
             log(f"cluster-up failed: {e}")
-            cmd_down(quiet=True)
+            cmd_down(quiet=True, force=True)
             if isinstance(e, KeyboardInterrupt):
                 raise
             if collided and attempt < attempts:
@@ -1468,7 +1482,7 @@ def cmd_watchdog(args) -> int:
         time.sleep(2)
         if proc_start_time(owner) != owner_start or proc_is_zombie(owner):
             log(f"owner process {owner} is gone; stopping the devcluster")
-            return cmd_down(quiet=False)
+            return cmd_down(quiet=False, force=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -1606,7 +1620,10 @@ def main(argv=None) -> int:
         default=0,
         help="stop the cluster automatically when this process exits (used by the pytest plugin)",
     )
-    sub.add_parser("down", help="stop every process started by `up`")
+    dn = sub.add_parser("down", help="stop every process started by `up`")
+    dn.add_argument(
+        "--force", action="store_true", help="also stop a cluster owned by a running pytest session"
+    )
     s = sub.add_parser("status", help="report the health of every component")
     s.add_argument("--json", action="store_true")
     sub.add_parser("bin-dir", help="print the cached binary directory (builds if needed)")
