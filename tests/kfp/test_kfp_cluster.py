@@ -345,3 +345,60 @@ def test_cleanup_deletes_every_run_of_the_pipeline_run(
         return not anchors and len(live) == 1 and live[0]["metadata"]["labels"][RUN_LABEL] == other
 
     devcluster.wait_for(only_other_left, 60, desc="only the other run's JobSet")
+
+
+# What the KFP driver hands the component for a task with cpu/memory/GPU limits, an env
+# variable, a node selector and a toleration (TaskConfig in Kubernetes JSON; the executor
+# turns it into dsl.TaskConfig). kfp.local has no driver, so the test passes it as the input.
+_TASK_CONFIG = {
+    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "nodeSelector": {"devcluster/slice": "slice-2"},
+    "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
+    "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}},
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.usefixtures("kfp_local")
+def test_task_config_reaches_the_pods(
+    backend: str, devcluster: Any, cluster_namespace: str
+) -> None:
+    jobset = make_jobset(annotations=_annotations(never_finish="true"))
+    with pytest.raises(RuntimeError, match="FAILURE"):  # gives up after 3 s, keeps the pods
+        launch_jobset(
+            jobset=yaml.safe_dump(jobset),
+            namespace=cluster_namespace,
+            backend=backend,
+            task_config=_TASK_CONFIG,
+            task_config_replicated_jobs=[WORKERS],
+            timeout_seconds=3,
+            delete_policy="never",
+        )
+    slice_nodes = {
+        name
+        for name, labels in devcluster.node_labels().items()
+        if labels.get("devcluster/slice") == "slice-2"
+    }
+
+    def pods_by_rjob() -> dict[str, list[Any]] | None:
+        pods = devcluster.core.list_namespaced_pod(cluster_namespace).items
+        out: dict[str, list[Any]] = {}
+        for pod in pods:
+            rjob = pod.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]
+            out.setdefault(rjob, []).append(pod)
+        scheduled = all(p.spec.node_name for group in out.values() for p in group)
+        return out if len(out.get(WORKERS, [])) == 2 and out.get(LEADER) and scheduled else None
+
+    pods = devcluster.wait_for(pods_by_rjob, 60, desc="scheduled pods")
+    for pod in pods[WORKERS]:
+        container = pod.spec.containers[0]
+        assert pod.spec.node_name in slice_nodes  # the scheduler honoured the node selector
+        assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in [
+            {"key": t.key, "operator": t.operator, "effect": t.effect} for t in pod.spec.tolerations
+        ]
+        assert container.resources.limits == {"nvidia.com/gpu": "1", "memory": "1Gi"}
+        assert container.resources.requests["cpu"] == "1"
+        assert ("NCCL_DEBUG", "WARN") in [(e.name, e.value) for e in container.env or []]
+    for pod in pods[LEADER]:  # not named in task_config_replicated_jobs
+        assert not pod.spec.node_selector
+        assert not (pod.spec.containers[0].resources.limits or {})
