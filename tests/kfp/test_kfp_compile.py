@@ -131,3 +131,20 @@ def test_example_pipeline_wiring() -> None:
     assert tasks["launch-jobset"]["retryPolicy"]["maxRetryCount"] == 2
     exit_task = spec["root"]["dag"]["tasks"]["cleanup-jobsets"]
     assert exit_task["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"
+
+
+def test_dockerfile_builds_the_launcher_image_from_this_repository() -> None:
+    """No Docker here: check what the Dockerfile relies on (sources, tag, entry point)."""
+    text = (PACKAGE / "Dockerfile").read_text(encoding="utf-8")
+    sources = [
+        part
+        for line in text.splitlines()
+        if line.startswith("COPY ")
+        for part in line.split()[1:-1]
+    ]
+    assert sources, "no COPY lines"
+    for source in sources:
+        assert (ROOT / source).exists(), source
+    assert LAUNCHER_IMAGE in text
+    assert 'ENTRYPOINT ["python", "-m", "kfp_components.launcher"]' in text
+    assert "python" in LAUNCHER_IMAGE.rsplit(":", 1)[1]  # kfp.local warns otherwise
