@@ -1,0 +1,100 @@
+"""Run a ``JobSetOperator`` try in this process, outside a scheduler, with a minimal task
+instance (no task state store: identity-label reattach, the Airflow < 3.3 path). Prints one
+JSON line per XCom pushed and a final JSON line with the outcome. Used by the cluster tests
+as a subprocess that can be SIGKILLed mid-wait.
+
+Usage: ``python _run_op.py '<json spec>'`` with keys namespace, backend, deferrable, run_id,
+annotations, mode (``run`` or ``kill``: call the kill path once the JobSet exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+
+class _TI:
+    dag_id = "reattach_dag"
+    task_id = "train"
+    map_index = -1
+    try_number = 1
+    start_date = None
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.xcoms: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.xcoms[key] = value
+        print(json.dumps({"xcom": key, "value": value}), flush=True)
+
+
+def _jobset(annotations: dict[str, str]) -> dict[str, Any]:
+    pod = {
+        "metadata": {"annotations": annotations},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    job = {"backoffLimit": 0, "completions": 1, "parallelism": 1, "template": pod}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "train"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": job}}]},
+    }
+
+
+async def _trigger_then_kill(trigger: Any) -> Any:
+    run = asyncio.ensure_future(anext(trigger.run()))
+    await asyncio.sleep(2)
+    await trigger.on_kill()
+    return await asyncio.wait_for(run, 60)
+
+
+def main(spec: dict[str, Any]) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from airflow_provider_jobset.operators import JobSetOperator
+
+    op = JobSetOperator(
+        task_id="train",
+        jobset=_jobset(spec["annotations"]),
+        namespace=spec["namespace"],
+        backend=spec["backend"],
+        deferrable=spec["deferrable"],
+        delete_policy="never",
+        poll_interval=1.0,
+    )
+    ti = _TI(spec["run_id"])
+    context = {"ti": ti}
+    kill = spec.get("mode") == "kill"
+    if kill and not spec["deferrable"]:
+
+        def killer() -> None:
+            while "jobset_uid" not in ti.xcoms:
+                time.sleep(0.2)
+            time.sleep(2)
+            op.on_kill()
+            print(json.dumps({"killed": True}), flush=True)
+
+        threading.Thread(target=killer, daemon=True).start()
+    try:
+        result = op.execute(context)
+    except TaskDeferred as deferred:
+        if kill:
+            event = asyncio.run(_trigger_then_kill(deferred.trigger))
+            print(json.dumps({"killed": True, "event": event.payload}), flush=True)
+            return
+        event = asyncio.run(anext(deferred.trigger.run()))
+        result = op.execute_complete(context, event.payload)
+    except Exception as err:
+        print(json.dumps({"error": type(err).__name__, "message": str(err)}), flush=True)
+        return
+    print(json.dumps({"result": result}), flush=True)
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

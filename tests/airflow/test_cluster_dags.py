@@ -1,0 +1,127 @@
+"""Whole task lives on the devcluster through ``dag.test()``, for both backends and both
+wait modes: success with the result as return value, a terminal failure that is never
+retried, and a JobSet that fails once then succeeds, finishing on the second try of the task
+(the restart became a retry that reattached to the same JobSet)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
+
+HERE = Path(__file__).resolve().parent
+
+DAG = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_jobset.operators import JobSetOperator
+
+
+def jobset(name, annotations, max_restarts=0):
+    pod = {{
+        "metadata": {{"annotations": annotations}},
+        "spec": {{"restartPolicy": "Never", "containers": [{{"name": "c", "image": "busybox"}}]}},
+    }}
+    job = {{"backoffLimit": 0, "completions": 1, "parallelism": 1, "template": pod}}
+    return {{
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {{"name": name}},
+        "spec": {{
+            "failurePolicy": {{"maxRestarts": max_restarts}},
+            "replicatedJobs": [{{"name": "w", "replicas": 2, "template": {{"spec": job}}}}],
+        }},
+    }}
+
+
+common = dict(namespace={ns!r}, backend={backend!r}, deferrable={deferrable!r},
+              delete_policy="never", poll_interval=1.0)
+with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1),
+         default_args={{"retry_delay": timedelta(seconds=1)}}):
+    JobSetOperator(task_id="ok", jobset=jobset("ok", {{
+        "devcluster/termination-message": '{{"accuracy": 0.9}}', "devcluster/log": "hello"}}),
+        **common)
+    JobSetOperator(task_id="bad", jobset=jobset("bad", {{"devcluster/exit-code": "3"}}),
+        retries=2, **common)
+    JobSetOperator(task_id="flaky", jobset=jobset("flaky", {{
+        "devcluster/fail-until-attempt": "1", "devcluster/termination-message": "second"}},
+        max_restarts=1), **common)
+"""
+
+
+def run_dag(path: Path, dag_id: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "_run_dag.py"), str(path), dag_id],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=420,
+        check=False,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return json.loads(lines[-1])  # type: ignore[no-any-return]
+
+
+def xcom(task: dict[str, Any], key: str) -> Any:
+    return task["xcom"].get(key)
+
+
+@pytest.mark.parametrize("deferrable", [False, True], ids=["worker", "deferrable"])
+@pytest.mark.parametrize("backend", ["controller", "native"])
+def test_success_failure_and_restart_as_retry(  # noqa: PLR0917
+    backend: str,
+    deferrable: bool,
+    cluster_namespace: str,
+    kube_conn: str,
+    dag_file: Any,
+    devcluster: Any,
+) -> None:
+    dag_id = f"cluster_{backend}_{'deferred' if deferrable else 'worker'}"
+    path = dag_file(
+        dag_id,
+        DAG.format(ns=cluster_namespace, backend=backend, deferrable=deferrable, dag_id=dag_id),
+    )
+    result = run_dag(path, dag_id)
+    tasks = result["tasks"]
+
+    ok = tasks["ok"]
+    assert ok["state"] == "success" and ok["try_number"] == 1
+    assert xcom(ok, "return_value") == {"accuracy": 0.9}
+    assert xcom(ok, "jobset_backend") == backend
+    assert xcom(ok, "jobset_outcome")["terminal_state"] == "Completed"
+
+    bad = tasks["bad"]
+    assert bad["state"] == "failed"
+    assert bad["try_number"] == 1, "a terminal failure must not be retried"
+    assert xcom(bad, "jobset_outcome")["terminal_state"] == "Failed"
+
+    flaky = tasks["flaky"]
+    assert flaky["state"] == "success", flaky
+    assert flaky["try_number"] == 2
+    assert [h[0] for h in flaky["history"]] == [1], "one earlier try"
+    assert xcom(flaky, "return_value") == "second"
+    assert xcom(flaky, "jobset_outcome")["restarts"] == 1
+
+    # Exactly one object per task, never a duplicate from the retry.
+    if backend == "controller":
+        items = devcluster.custom.list_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", cluster_namespace, "jobsets"
+        )["items"]
+        names = sorted(i["metadata"]["name"] for i in items)
+    else:
+        maps = devcluster.core.list_namespaced_config_map(
+            cluster_namespace, label_selector="airflow-jobset/dag-id"
+        ).items
+        names = sorted(m.metadata.name for m in maps)
+    assert len(names) == 3, names
+    assert xcom(flaky, "jobset_name") in names

@@ -1,0 +1,180 @@
+"""End to end with real Airflow processes: scheduler, triggerer, API server and DAG processor
+(LocalExecutor on SQLite) run a DAG whose deferrable JobSet task fails once (the JobSet
+restarts), is retried, reattaches to the same JobSet in the triggerer and succeeds; the
+downstream task reads the result from XCom. Bounded in time; every process is stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(900)]
+
+DAG_ID = "e2e_jobset"
+DAG = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_jobset.operators import JobSetOperator
+
+pod = {
+    "metadata": {"annotations": {
+        "devcluster/run-seconds": "2",
+        "devcluster/fail-until-attempt": "1",
+        "devcluster/log": "training...",
+        "devcluster/termination-message": '{"accuracy": 0.95}',
+    }},
+    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+}
+jobset = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "e2e"},
+    "spec": {
+        "failurePolicy": {"maxRestarts": 1},
+        "replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+            "backoffLimit": 0, "completions": 1, "parallelism": 1, "template": pod}}}],
+    },
+}
+
+with DAG("%s", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+         default_args={"retry_delay": timedelta(seconds=2)}):
+    train = JobSetOperator(task_id="train", jobset=jobset, namespace="%s", deferrable=True,
+                           delete_policy="always")
+
+    @task
+    def check(result):
+        assert result == {"accuracy": 0.95}, result
+        return "ok"
+
+    check(train.output)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def airflow_env(kube_conn: str, cluster_namespace: str) -> Iterator[dict[str, Any]]:
+    home = Path(tempfile.mkdtemp(prefix="jobset-e2e-airflow-"))
+    (home / "dags").mkdir()
+    (home / "dags" / f"{DAG_ID}.py").write_text(DAG % (DAG_ID, cluster_namespace))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+    }
+    env.pop("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", None)
+    airflow = [sys.executable, "-m", "airflow"]
+    subprocess.run(
+        [*airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    for command in (["api-server"], ["dag-processor"], ["scheduler"], ["triggerer"]):
+        log = open(home / f"{command[0]}.log", "wb")  # noqa: SIM115 - closed with the process
+        procs.append(
+            subprocess.Popen(
+                [*airflow, *command],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+    try:
+        yield {"env": env, "home": home, "airflow": airflow, "procs": procs}
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for proc in procs:
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+
+def _cli(ctx: dict[str, Any], *args: str) -> str:
+    run = subprocess.run(
+        [*ctx["airflow"], *args],
+        env=ctx["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return run.stdout
+
+
+def _json(text: str) -> Any:
+    start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
+    return json.loads(text[start:])
+
+
+def _logs(home: Path) -> str:
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in home.glob("*.log")
+    )
+
+
+def test_dag_lives_its_whole_life_with_a_retry(airflow_env: dict[str, Any]) -> None:
+    ctx, home = airflow_env, airflow_env["home"]
+    deadline = time.monotonic() + 240
+    while DAG_ID not in _cli(ctx, "dags", "list", "-o", "plain"):
+        assert time.monotonic() < deadline, "the DAG processor never parsed the DAG\n" + _logs(home)
+        time.sleep(3)
+    _cli(ctx, "dags", "unpause", DAG_ID)
+    _cli(ctx, "dags", "trigger", DAG_ID, "--run-id", "e2e_run")
+    deadline = time.monotonic() + 420
+    state = ""
+    while time.monotonic() < deadline:
+        runs = _json(_cli(ctx, "dags", "list-runs", DAG_ID, "-o", "json"))
+        state = next((r["state"] for r in runs if r["run_id"] == "e2e_run"), "")
+        if state in ("success", "failed"):
+            break
+        time.sleep(5)
+    tis = _json(_cli(ctx, "tasks", "states-for-dag-run", DAG_ID, "e2e_run", "-o", "json"))
+    assert state == "success", f"run is {state!r}: {tis}\n{_logs(home)}"
+    by_task = {t["task_id"]: t for t in tis}
+    assert by_task["train"]["state"] == "success"
+    assert by_task["check"]["state"] == "success"
+    task_logs = home / "logs" / f"dag_id={DAG_ID}" / "run_id=e2e_run" / "task_id=train"
+    tries = sorted(p.name for p in task_logs.glob("attempt=*.log"))
+    assert tries == ["attempt=1.log", "attempt=2.log"], tries
+    first = (task_logs / "attempt=1.log").read_text()
+    second = (task_logs / "attempt=2.log").read_text()
+    assert "JobSetRestarting" in first and "failed child Job" in first
+    assert "reattached to JobSet" in second
