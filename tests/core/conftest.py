@@ -7,9 +7,11 @@ prints the module's ``Dir``); nothing upstream is copied into this repo. The sou
 
 * ``v0.12.0``, the version we target: only ``config/samples`` is in its module zip. The
   examples moved to ``site/``, a Go module of its own that the module proxy does not serve.
-* ``v0.8.2``, the newest module version that still carries ``site/static/examples`` (v0.9.x
-  carry no examples, and their sums are missing from the checksum database; v0.10 and later
-  carry none either). These examples are older than v0.12.0 but still valid v1alpha2.
+* ``v0.8.2``, the newest module version that still carries ``site/static/examples``: v0.9.0
+  and v0.9.1 are not in the checksum database (they download only with ``GONOSUMDB``) and carry
+  no examples anyway, nor do v0.10 and later; v0.8.0/v0.8.1 hold the same files, older
+  versions a subset. These examples are older than v0.12.0 and still valid for it (the
+  devcluster's v0.12.0 webhook accepts them all).
 
 Documents are deduplicated by content (newest source first), so an example that did not change
 runs once, under the newest version. Tests take one document each through the
