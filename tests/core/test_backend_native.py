@@ -1066,3 +1066,11 @@ class TestOnCluster:
         assert handed_back.failed_job == "idle-w-0"
         outcome = await native.wait(retry.handle, timeout=60, on_restart="return")
         assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
+
+    async def test_more_jobs_than_one_batch_of_creates(
+        self, native: Twin, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        sub = await native.submit(manifest("wide", crjob("w", 60)), namespace=cluster_namespace)
+        assert len(jobs_of(devcluster, cluster_namespace, "wide")) == 60  # all in the first pass
+        outcome = await native.wait(sub.handle, timeout=90)
+        assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 60)
