@@ -177,9 +177,18 @@ def create(
     *,
     dry_run: bool = False,
     field_manager: str | None = None,
+    field_validation: str | None = "Strict",
 ) -> Request:
-    """``POST`` a new object (``dryRun=All`` for a server-side dry run)."""
-    query = _params(dryRun="All" if dry_run else None, fieldManager=field_manager)
+    """``POST`` a new object (``dryRun=All`` for a server-side dry run).
+
+    ``fieldValidation=Strict`` by default: a field the server does not know is an error
+    instead of being silently dropped (the worst outcome for a typo).
+    """
+    query = _params(
+        dryRun="All" if dry_run else None,
+        fieldManager=field_manager,
+        fieldValidation=field_validation,
+    )
     return Request(
         "POST",
         _path(resource, namespace),

@@ -75,7 +75,13 @@ def test_create_takes_models_and_dicts_and_dry_run() -> None:
     request = _core.create(JOBSET, "ns", jobset, dry_run=True, field_manager="me")
     assert request.method == "POST"
     assert request.path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets"
-    assert request.query == (("dryRun", "All"), ("fieldManager", "me"))
+    assert request.query == (
+        ("dryRun", "All"),
+        ("fieldManager", "me"),
+        ("fieldValidation", "Strict"),
+    )
+    lax = _core.create(JOBSET, "ns", jobset, field_validation=None)
+    assert lax.query == ()
     assert request.body == {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -83,7 +89,7 @@ def test_create_takes_models_and_dicts_and_dry_run() -> None:
         "spec": {"suspend": True},
     }
     assert not request.idempotent
-    assert _core.create(JOB, "ns", {"kind": "Job"}).query == ()
+    assert _core.create(JOB, "ns", {"kind": "Job"}).query == (("fieldValidation", "Strict"),)
 
 
 def test_create_refuses_non_objects() -> None:
