@@ -206,11 +206,20 @@ def test_pod_logs_termination_message_and_run_seconds(devcluster, cluster_namesp
     assert term.exit_code == 0 and term.reason == "Completed"
     assert term.message == "all done"
     assert (term.finished_at - term.started_at).total_seconds() >= 2.5
-    text = devcluster.core.read_namespaced_pod_log(pod.metadata.name, cluster_namespace)
-    assert text == "hello from devcluster\nsecond line\n"
-    tail = devcluster.core.read_namespaced_pod_log(
-        pod.metadata.name, cluster_namespace, container="main", tail_lines=1, timestamps=True
+    # raw bytes: kubernetes 36.0.x returns the repr of bytes from read_namespaced_pod_log
+    # (kubernetes-client/python#2596, fixed in 37); _preload_content=False works on 30-37
+    raw = devcluster.core.read_namespaced_pod_log(
+        pod.metadata.name, cluster_namespace, _preload_content=False
     )
+    assert raw.data.decode() == "hello from devcluster\nsecond line\n"
+    tail = devcluster.core.read_namespaced_pod_log(
+        pod.metadata.name,
+        cluster_namespace,
+        container="main",
+        tail_lines=1,
+        timestamps=True,
+        _preload_content=False,
+    ).data.decode()
     stamp, _, line = tail.rstrip("\n").partition(" ")
     assert line == "second line"
     datetime.fromisoformat(stamp[:19])
