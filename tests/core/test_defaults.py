@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import locate_jobset_module
 from jobset_core.defaults import JOB_TEMPLATE_CRD_DEFAULTS, with_defaults
 from jobset_core.models import JobSet, load_jobset
+from tests.core.conftest import locate_jobset_module
 
 C0 = "spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
 CRD_PATH = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"

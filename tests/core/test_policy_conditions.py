@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from test_policy_builders import T0, at, cond, make_jobset
 
 from jobset_core.models import Condition, JobSet, JobSetStatus
 from jobset_core.policy import (
@@ -17,6 +16,7 @@ from jobset_core.policy import (
     update_condition,
 )
 from jobset_core.policy._time import format_time, parse_time
+from tests.core.test_policy_builders import T0, at, cond, make_jobset
 
 NOW = "2024-01-01T01:00:00Z"
 

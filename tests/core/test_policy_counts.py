@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from test_policy_builders import JobWrapper, make_job, make_jobset, make_replicated_job
 
 from jobset_core.models import JobSet, ReplicatedJobStatus
 from jobset_core.policy import all_jobs_ready, bucket_child_jobs, replicated_jobs_status
 from jobset_core.policy.counts import job_is_ready
+from tests.core.test_policy_builders import JobWrapper, make_job, make_jobset, make_replicated_job
 
 
 def _jobset() -> JobSet:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_policy_builders import at, make_job, make_jobset, make_replicated_job
 
 from jobset_core.models import FailurePolicyRule, JobSet
 from jobset_core.policy import (
@@ -21,6 +20,7 @@ from jobset_core.policy.failure import (
     find_first_failed_policy_rule_and_job,
     rule_is_applicable,
 )
+from tests.core.test_policy_builders import at, make_job, make_jobset, make_replicated_job
 
 RJ1, RJ2 = "test-replicated-job-1", "test-replicated-job-2"
 BACKOFF, DEADLINE, INDEXES = "BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes"

@@ -7,7 +7,6 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from test_policy_builders import T0, JobWrapper, cond, make_job, make_jobset, make_replicated_job
 
 from jobset_core.models import JobSet, VolumeClaimPolicy
 from jobset_core.policy import (
@@ -17,6 +16,14 @@ from jobset_core.policy import (
     PlannedEvent,
     ReconcilePlan,
     next_step,
+)
+from tests.core.test_policy_builders import (
+    T0,
+    JobWrapper,
+    cond,
+    make_job,
+    make_jobset,
+    make_replicated_job,
 )
 
 NOW = dt.datetime(2024, 1, 1, 1, 0, tzinfo=dt.timezone.utc)

@@ -5,7 +5,6 @@ and the suspend/resume plans."""
 from __future__ import annotations
 
 import pytest
-from test_policy_builders import JobWrapper, make_job, make_jobset, make_replicated_job
 
 from jobset_core.models import JobSet, ReplicatedJob, ReplicatedJobStatus
 from jobset_core.policy import (
@@ -24,6 +23,7 @@ from jobset_core.policy.startup import (
     in_order_startup_policy,
     should_create_job,
 )
+from tests.core.test_policy_builders import JobWrapper, make_job, make_jobset, make_replicated_job
 
 INIT, TRAINER = "initializer", "trainer-node"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from test_policy_builders import make_job, make_jobset, make_replicated_job
 
 from jobset_core.models import JobSet
 from jobset_core.policy import SuccessDecision, evaluate_success
@@ -13,6 +12,7 @@ from jobset_core.policy.success import (
     num_jobs_matching_success_policy,
     replicated_job_matches_success_policy,
 )
+from tests.core.test_policy_builders import make_job, make_jobset, make_replicated_job
 
 RJ1, RJ2, RJ3, RJ4 = (
     "test-replicated-job-1",

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import (
+from jobset_core.models import load_jobset
+from jobset_core.validation import validate
+from tests.core.conftest import (
     EXAMPLE_SOURCES,
     SEARCH_FAILED_ID,
     UpstreamExample,
@@ -21,8 +23,6 @@ from conftest import (
     find_upstream_examples,
     search_upstream_examples,
 )
-from jobset_core.models import load_jobset
-from jobset_core.validation import validate
 
 #: JobSet documents in each source: the module zips are immutable (checked against the Go
 #: checksum database), so fewer means the search lost some.

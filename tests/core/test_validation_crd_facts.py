@@ -18,8 +18,8 @@ import kubernetes.client
 import pytest
 import yaml
 
-from conftest import locate_jobset_module
 from jobset_core.validation._k8s_schema import LIST_MAP_KEYS, NOT_REQUIRED, QUANTITY_FIELDS
+from tests.core.conftest import locate_jobset_module
 
 CRD_PATH = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
 
