@@ -27,6 +27,7 @@ import datetime as _dt
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from jobset_core import labels
@@ -57,7 +58,7 @@ from jobset_core.errors import (
     WaitTimeout,
 )
 from jobset_core.models import JobSet, JobSetStatus
-from jobset_core.outcome import Backend, Outcome
+from jobset_core.outcome import Backend, Outcome, Phase, Progress
 from jobset_core.render import Placement
 from jobset_core.validation import ensure_valid
 
@@ -115,7 +116,7 @@ def _gone(handle: Handle) -> NotFound:
 
 
 def _anchor_of(obj: Mapping[str, Any], handle: Handle) -> Anchor:
-    """The handle's anchor; a namesake (other UID) or a deleted one means the run is gone."""
+    """The handle's anchor; a namesake (another UID) means the run is gone."""
     meta = obj.get("metadata") or {}
     why = not_an_anchor(obj)
     if why is not None:
@@ -123,6 +124,16 @@ def _anchor_of(obj: Mapping[str, Any], handle: Handle) -> Anchor:
     if handle.uid and meta.get("uid") != handle.uid:
         raise _gone(handle)
     return parse_anchor(obj)
+
+
+def _creation_progress(error: CreationFailed, restarts: int) -> Progress:
+    return Progress(
+        kind="creation-failed",
+        phase=Phase.PENDING,
+        restarts=restarts,
+        reason=error.reason,
+        message=error.message,
+    )
 
 
 def _handle(anchor: Anchor) -> Handle:
@@ -134,13 +145,14 @@ def _failed_job(listed: list[dict[str, Any]], name: str) -> str:
     return common.job_failure(job) if job is not None else ""
 
 
+@dataclass(frozen=True)
 class _Pass:
     """One sent pass: the anchor after it, the pass, the Jobs it saw and where to watch on."""
 
-    def __init__(
-        self, anchor: Anchor, step: NativePass, jobs: list[dict[str, Any]], version: str
-    ) -> None:
-        self.anchor, self.step, self.jobs, self.resource_version = anchor, step, jobs, version
+    anchor: Anchor
+    step: NativePass
+    jobs: list[dict[str, Any]]
+    resource_version: str
 
     @property
     def finished(self) -> bool:
@@ -397,6 +409,10 @@ class NativeBackend:
                 failures += 1
                 time.sleep(min(5.0, 0.5 * 2**failures))
                 continue
+            except CreationFailed as failure:
+                if on_progress is not None:
+                    on_progress(_creation_progress(failure, tracker.baseline_restarts or 0))
+                raise
             step = tracker.observe(done.anchor.jobset)
             if step.progress is not None and on_progress is not None:
                 on_progress(step.progress)
@@ -815,6 +831,10 @@ class AsyncNativeBackend:
                 failures += 1
                 await asyncio.sleep(min(5.0, 0.5 * 2**failures))
                 continue
+            except CreationFailed as failure:
+                if on_progress is not None:
+                    on_progress(_creation_progress(failure, tracker.baseline_restarts or 0))
+                raise
             step = tracker.observe(done.anchor.jobset)
             if step.progress is not None and on_progress is not None:
                 on_progress(step.progress)

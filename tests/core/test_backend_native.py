@@ -1042,8 +1042,10 @@ class TestOnCluster:
             },
         )
         sub = await native.submit(manifest("blocked", crjob("w")), namespace=cluster_namespace)
+        seen: list[Progress] = []
         with pytest.raises(CreationFailed, match="blocked-w-0 already exists"):
-            await native.wait(sub.handle, timeout=30)
+            await native.wait(sub.handle, timeout=30, on_progress=seen.append)
+        assert [(p.kind, p.reason) for p in seen] == [("creation-failed", "JobCreationFailed")]
 
     async def test_nothing_moves_without_a_process_and_an_adopting_retry_hands_back_the_restart(
         self, native: Twin, cluster_namespace: str, devcluster: Any
