@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_core import labels as L
-from jobset_core.errors import CreationFailed, IdentityMismatch, Problem, SpecError
+from jobset_core.errors import (
+    CreationFailed,
+    IdentityMismatch,
+    JobSetError,
+    NotFound,
+    Problem,
+    SpecError,
+)
 from jobset_core.models import Condition, JobSet, JobSetStatus
 from jobset_core.naming import dns1035_label_errors, label_value_errors
 from jobset_core.outcome import (
@@ -44,7 +51,11 @@ __all__ = [
     "CREATION_FAILURE_REASONS",
     "IDENTITY_PREFIX",
     "NAME_HASH_LENGTH",
+    "SOURCE_DELETED",
+    "SOURCE_EVENT",
+    "SOURCE_LIST",
     "PodRef",
+    "Verdict",
     "WaitStep",
     "WaitTracker",
     "adoption_problem",
@@ -55,7 +66,9 @@ __all__ = [
     "failed_pods",
     "identity_labels",
     "job_failure",
+    "jobset_gone",
     "jobset_selector",
+    "judge",
     "label_safe",
     "leftovers",
     "log_pod_target",
@@ -451,10 +464,12 @@ class WaitTracker:
         self.baseline_restarts: int | None = None
         self._last: tuple[Any, ...] | None = None
         self._last_restarts: int | None = None
+        self.last: Outcome | None = None
 
     def observe(self, jobset: JobSet) -> WaitStep:
         """Judge one snapshot (from a list or a watch event)."""
         outcome = build_outcome(jobset, self._backend)
+        self.last = outcome
         if self.baseline_restarts is None:
             self.baseline_restarts = outcome.restarts
         grew = self._last_restarts is not None and outcome.restarts > self._last_restarts
@@ -484,6 +499,69 @@ class WaitTracker:
             and outcome.restarts > self.baseline_restarts
         )
         return WaitStep(outcome, progress, outcome.phase.terminal or restarted, restarted)
+
+
+#: Sources of the items a wait reads: the (re)list of the JobSet, a watch event type
+#: (``ADDED``, ``MODIFIED``, ``DELETED``), or one of the JobSet's Events.
+SOURCE_LIST = "list"
+SOURCE_DELETED = "DELETED"
+SOURCE_EVENT = "event"
+
+
+def jobset_gone(namespace: str, name: str, uid: str) -> NotFound:
+    """The error of a wait whose JobSet was deleted (or replaced by a namesake)."""
+    return NotFound(404, "NotFound", f"JobSet {namespace}/{name} (uid {uid}) is gone")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one item read by a wait asks the waiter to do, in this order: report
+    ``progress``; raise ``error``; end the wait with ``outcome`` (a terminal one once the
+    run's result is read from ``jobset``'s pods, or, when ``restarted``, a restart once the
+    backend has read how ``failed_job`` failed; see :func:`restart_details`).
+    """
+
+    progress: Progress | None = None
+    error: JobSetError | None = None
+    outcome: Outcome | None = None
+    restarted: bool = False
+    failed_job: str | None = None
+    jobset: JobSet | None = None
+
+
+def judge(
+    tracker: WaitTracker, *, namespace: str, name: str, uid: str, source: str, item: Any
+) -> Verdict:
+    """Judge one item of a wait's streams (a JobSet snapshot, or an Event with
+    ``source == SOURCE_EVENT``) for the JobSet ``namespace/name`` with ``uid``."""
+    if source == SOURCE_EVENT:
+        failure = creation_failure(item, namespace, name)
+        if failure is None:
+            return Verdict()
+        progress = Progress(
+            kind="creation-failed",
+            phase=tracker.last.phase if tracker.last else Phase.PENDING,
+            restarts=tracker.last.restarts if tracker.last else 0,
+            reason=failure.reason,
+            message=failure.message,
+        )
+        return Verdict(progress=progress, error=failure)
+    if uid and item.metadata.uid != uid:
+        return Verdict(error=jobset_gone(namespace, name, uid))
+    step = tracker.observe(item)
+    if step.restarted:
+        return Verdict(
+            step.progress,
+            outcome=step.outcome,
+            restarted=True,
+            failed_job=restart_failed_job(item),
+            jobset=item,
+        )
+    if step.done:
+        return Verdict(step.progress, outcome=step.outcome, jobset=item)
+    if source == SOURCE_DELETED:
+        return Verdict(step.progress, error=jobset_gone(namespace, name, uid))
+    return Verdict(step.progress)
 
 
 # ------------------------------------------------------------------------------- pods

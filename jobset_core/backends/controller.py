@@ -37,7 +37,6 @@ from jobset_core.client import (
 from jobset_core.errors import (
     ApiError,
     Conflict,
-    CreationFailed,
     Forbidden,
     Gone,
     NotFound,
@@ -46,7 +45,7 @@ from jobset_core.errors import (
     WaitTimeout,
 )
 from jobset_core.models import JobSet, JobSetStatus
-from jobset_core.outcome import Backend, Outcome, Phase, Progress
+from jobset_core.outcome import Backend, Outcome
 from jobset_core.validation import ensure_valid
 
 __all__ = ["AsyncControllerBackend", "ControllerBackend"]
@@ -56,10 +55,8 @@ WATCH_WINDOW = 20
 _RECONNECT_BASE = 0.5
 _RECONNECT_MAX = 5.0
 _TRANSIENT = (Unreachable, ServerError, TooManyRequests)
-#: Sources of a stream item: the initial (re)list or a watch event type.
-LIST = "list"
 _ERROR = "error"
-_EVENT = "event"
+_EVENT = common.SOURCE_EVENT
 
 
 def _backoff(failures: int) -> float:
@@ -71,9 +68,7 @@ def _not_ours(handle: Handle, jobset: JobSet) -> bool:
 
 
 def _gone(handle: Handle) -> NotFound:
-    return NotFound(
-        404, "NotFound", f"JobSet {handle.namespace}/{handle.name} (uid {handle.uid}) is gone"
-    )
+    return common.jobset_gone(handle.namespace, handle.name, handle.uid)
 
 
 def _present(handle: Handle, listed: ObjectList[JobSet]) -> ObjectList[JobSet]:
@@ -87,16 +82,6 @@ def _optional(tag: str | None, error: Exception) -> bool:
     """Whether a stream's failure may be ignored: reading Events is a courtesy (it only makes
     creation failures surface sooner), so an identity without RBAC for it still waits."""
     return tag == _EVENT and isinstance(error, Forbidden)
-
-
-def _creation_progress(error: CreationFailed, restarts: int) -> Progress:
-    return Progress(
-        kind="creation-failed",
-        phase=Phase.PENDING,
-        restarts=restarts,
-        reason=error.reason,
-        message=error.message,
-    )
 
 
 class ControllerBackend:
@@ -258,7 +243,7 @@ class ControllerBackend:
                     listed = list_()
                     version = listed.resource_version
                     for item in listed.items:
-                        yield LIST, item
+                        yield common.SOURCE_LIST, item
                 for event in watch(version):
                     version = event.resource_version or version
                     if event.type is not EventType.BOOKMARK:
@@ -376,26 +361,25 @@ class ControllerBackend:
     ) -> Outcome | None:
         if source == _ERROR:
             raise item
-        if source == _EVENT:
-            failure = common.creation_failure(item, handle.namespace, handle.name)
-            if failure is None:
-                return None
-            if on_progress is not None:
-                on_progress(_creation_progress(failure, tracker.baseline_restarts or 0))
-            raise failure
-        if _not_ours(handle, item):
-            raise _gone(handle)
-        step = tracker.observe(item)
-        if step.progress is not None and on_progress is not None:
-            on_progress(step.progress)
-        if step.restarted:
-            detail = self._job_failure(handle, common.restart_failed_job(item))
-            return common.restart_details(step.outcome, item, detail)
-        if step.done:
-            return step.outcome.model_copy(update={"result": self._result(handle, item)})
-        if source == EventType.DELETED.value:
-            raise _gone(handle)
-        return None
+        verdict = common.judge(
+            tracker,
+            namespace=handle.namespace,
+            name=handle.name,
+            uid=handle.uid,
+            source=source,
+            item=item,
+        )
+        if verdict.progress is not None and on_progress is not None:
+            on_progress(verdict.progress)
+        if verdict.error is not None:
+            raise verdict.error
+        if verdict.outcome is None or verdict.jobset is None:
+            return None
+        if verdict.restarted:
+            detail = self._job_failure(handle, verdict.failed_job)
+            return common.restart_details(verdict.outcome, verdict.jobset, detail)
+        result = self._result(handle, verdict.jobset)
+        return verdict.outcome.model_copy(update={"result": result})
 
     # ------------------------------------------------------------------ cleanup
 
@@ -652,7 +636,7 @@ class AsyncControllerBackend:
                     listed = await list_()
                     version = listed.resource_version
                     for item in listed.items:
-                        yield LIST, item
+                        yield common.SOURCE_LIST, item
                 async for event in watch(version):
                     version = event.resource_version or version
                     if event.type is not EventType.BOOKMARK:
@@ -769,26 +753,25 @@ class AsyncControllerBackend:
     ) -> Outcome | None:
         if source == _ERROR:
             raise item
-        if source == _EVENT:
-            failure = common.creation_failure(item, handle.namespace, handle.name)
-            if failure is None:
-                return None
-            if on_progress is not None:
-                on_progress(_creation_progress(failure, tracker.baseline_restarts or 0))
-            raise failure
-        if _not_ours(handle, item):
-            raise _gone(handle)
-        step = tracker.observe(item)
-        if step.progress is not None and on_progress is not None:
-            on_progress(step.progress)
-        if step.restarted:
-            detail = await self._job_failure(handle, common.restart_failed_job(item))
-            return common.restart_details(step.outcome, item, detail)
-        if step.done:
-            return step.outcome.model_copy(update={"result": await self._result(handle, item)})
-        if source == EventType.DELETED.value:
-            raise _gone(handle)
-        return None
+        verdict = common.judge(
+            tracker,
+            namespace=handle.namespace,
+            name=handle.name,
+            uid=handle.uid,
+            source=source,
+            item=item,
+        )
+        if verdict.progress is not None and on_progress is not None:
+            on_progress(verdict.progress)
+        if verdict.error is not None:
+            raise verdict.error
+        if verdict.outcome is None or verdict.jobset is None:
+            return None
+        if verdict.restarted:
+            detail = await self._job_failure(handle, verdict.failed_job)
+            return common.restart_details(verdict.outcome, verdict.jobset, detail)
+        result = await self._result(handle, verdict.jobset)
+        return verdict.outcome.model_copy(update={"result": result})
 
     # ------------------------------------------------------------------ cleanup
 

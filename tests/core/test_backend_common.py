@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from jobset_core.backends import _common as common
-from jobset_core.errors import CreationFailed, IdentityMismatch, SpecError
+from jobset_core.errors import CreationFailed, IdentityMismatch, NotFound, SpecError
 from jobset_core.models import JobSet, JobSetStatus, load_jobset
 from jobset_core.naming import label_value_errors
 from jobset_core.outcome import Phase, ReplicatedJobCounts
@@ -699,15 +699,72 @@ def test_creation_failure(event: dict[str, Any], raised: bool) -> None:
 
 
 def test_all_is_sorted_and_exact() -> None:
-    assert common.__all__ == sorted(common.__all__)
+    # isort-style, as ruff's RUF022 keeps it: constants, then classes, then functions.
+    def kind(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert common.__all__ == sorted(common.__all__, key=kind)
     public = {
         n for n in vars(common) if not n.startswith("_") and n not in {"annotations", "L", "cond"}
     }
     imported = {
         "Any", "Backend", "Condition", "CreationFailed", "IdentityMismatch", "Iterable", "JobSet",
+        "JobSetError", "NotFound",
         "JobSetStatus", "Mapping", "Outcome", "Phase", "Problem", "Progress",
         "ReplicatedJobCounts", "Sequence", "SpecError", "dataclass", "decode_result",
         "dns1035_label_errors", "hashlib", "json", "label_value_errors", "parse_time", "re",
         "terminal_status",
     }  # fmt: skip
     assert set(common.__all__) == public - imported
+
+
+# ---------------------------------------------------------------------------------- judge
+
+
+def judged(tracker: common.WaitTracker, source: str, item: Any, uid: str = "u-1") -> Any:
+    return common.judge(tracker, namespace="ns", name="js", uid=uid, source=source, item=item)
+
+
+def test_judge_reports_progress_and_keeps_waiting() -> None:
+    tracker = common.WaitTracker("controller")
+    verdict = judged(tracker, "list", make_jobset(status=RUNNING))
+    assert verdict.progress is not None and verdict.progress.phase is Phase.RUNNING
+    assert (verdict.error, verdict.outcome) == (None, None)
+    assert judged(tracker, "MODIFIED", make_jobset(status=RUNNING)) == common.Verdict()
+
+
+def test_judge_ends_on_terminal_even_from_a_deleted_event() -> None:
+    verdict = judged(common.WaitTracker("controller"), "DELETED", make_jobset(status=DONE))
+    assert verdict.outcome is not None and verdict.outcome.phase is Phase.COMPLETED
+    assert verdict.error is None and verdict.jobset is not None and not verdict.restarted
+
+
+def test_judge_deleted_before_the_end_is_an_error() -> None:
+    verdict = judged(common.WaitTracker("controller"), "DELETED", make_jobset(status=RUNNING))
+    assert isinstance(verdict.error, NotFound) and "gone" in str(verdict.error)
+
+
+def test_judge_a_namesake_is_not_ours() -> None:
+    verdict = judged(common.WaitTracker("controller"), "MODIFIED", make_jobset(status=DONE), "u-2")
+    assert isinstance(verdict.error, NotFound) and verdict.outcome is None
+
+
+def test_judge_restart_names_the_job_to_read() -> None:
+    tracker = common.WaitTracker("controller", return_on_restart=True)
+    judged(tracker, "list", make_jobset(status=RUNNING))
+    verdict = judged(tracker, "MODIFIED", make_jobset(status=RESTARTING))
+    assert verdict.restarted and verdict.failed_job == "js-workers-1"
+    assert verdict.outcome is not None and verdict.outcome.restarts == 1
+
+
+def test_judge_creation_failure_event() -> None:
+    tracker = common.WaitTracker("controller")
+    judged(tracker, "list", make_jobset(status=RUNNING))
+    event = {"type": "Warning", "reason": "JobCreationFailed", "message": "invalid"}
+    verdict = judged(tracker, common.SOURCE_EVENT, event)
+    assert isinstance(verdict.error, CreationFailed)
+    assert verdict.progress is not None and verdict.progress.kind == "creation-failed"
+    assert verdict.progress.phase is Phase.RUNNING
+    assert judged(tracker, common.SOURCE_EVENT, {"type": "Normal", "reason": "x"}) == (
+        common.Verdict()
+    )
