@@ -27,6 +27,7 @@ __all__ = [
     "RUN_ID_KEY",
     "TASK_ID_KEY",
     "TASK_NAME_KEY",
+    "checked_run_id",
     "derived_name",
     "kfp_identity",
     "name_as_prefix",
@@ -49,24 +50,19 @@ def unresolved(value: str) -> bool:
     return not value.strip() or _PLACEHOLDER_MARK in value
 
 
-def kfp_identity(run_id: str, task_name: str, task_id: str) -> dict[str, str]:
-    """The identity of a task's JobSet.
+_ARGUMENTS = {RUN_ID_KEY: "run_id", TASK_NAME_KEY: "task_name", TASK_ID_KEY: "task_id"}
+_PLACEHOLDERS = {
+    RUN_ID_KEY: "dsl.PIPELINE_JOB_ID_PLACEHOLDER",
+    TASK_NAME_KEY: "dsl.PIPELINE_TASK_NAME_PLACEHOLDER",
+    TASK_ID_KEY: "dsl.PIPELINE_TASK_ID_PLACEHOLDER",
+}
 
-    Raises:
-        SpecError: a value is empty or an unresolved placeholder (every such value listed). A
-            constant identity would let the next run adopt this run's JobSet.
-    """
-    values = {RUN_ID_KEY: run_id, TASK_NAME_KEY: task_name, TASK_ID_KEY: task_id}
-    arguments = {RUN_ID_KEY: "run_id", TASK_NAME_KEY: "task_name", TASK_ID_KEY: "task_id"}
-    placeholders = {
-        RUN_ID_KEY: "dsl.PIPELINE_JOB_ID_PLACEHOLDER",
-        TASK_NAME_KEY: "dsl.PIPELINE_TASK_NAME_PLACEHOLDER",
-        TASK_ID_KEY: "dsl.PIPELINE_TASK_ID_PLACEHOLDER",
-    }
+
+def _checked(values: Mapping[str, str]) -> dict[str, str]:
     problems = [
         Problem(
-            arguments[key],
-            f"got {value!r}: pass {arguments[key]}={placeholders[key]} to the task "
+            _ARGUMENTS[key],
+            f"got {value!r}: pass {_ARGUMENTS[key]}={_PLACEHOLDERS[key]} to the task "
             "(the KFP backend does not resolve placeholders in default values)",
             "kfp-identity",
         )
@@ -75,7 +71,26 @@ def kfp_identity(run_id: str, task_name: str, task_id: str) -> dict[str, str]:
     ]
     if problems:
         raise SpecError(problems, "launch_jobset identity")
-    return values
+    return dict(values)
+
+
+def kfp_identity(run_id: str, task_name: str, task_id: str) -> dict[str, str]:
+    """The identity of a task's JobSet.
+
+    Raises:
+        SpecError: a value is empty or an unresolved placeholder (every such value listed). A
+            constant identity would let the next run adopt this run's JobSet.
+    """
+    return _checked({RUN_ID_KEY: run_id, TASK_NAME_KEY: task_name, TASK_ID_KEY: task_id})
+
+
+def checked_run_id(run_id: str) -> str:
+    """``run_id`` when it is resolved (see :func:`kfp_identity`).
+
+    Raises:
+        SpecError: it is empty or an unresolved placeholder.
+    """
+    return _checked({RUN_ID_KEY: run_id})[RUN_ID_KEY]
 
 
 def run_selector(run_id: str) -> dict[str, str]:

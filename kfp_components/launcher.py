@@ -28,7 +28,7 @@ from jobset_core.errors import (
 )
 from jobset_core.models import load_jobset
 from kfp_components._cleanup import cleanup_run
-from kfp_components._identity import kfp_identity
+from kfp_components._identity import checked_run_id, kfp_identity
 from kfp_components._launch import (
     DELETE_POLICIES,
     DeletePolicy,
@@ -223,14 +223,14 @@ def cleanup_step(*, namespace: str, run_id: str, backend: str) -> int:
     """The body of the ``cleanup_jobsets`` component: delete the run's JobSets and native
     anchors; returns how many were deleted (exits non-zero on failure)."""
     try:
-        identity = kfp_identity(run_id, "cleanup", "cleanup")
+        run = checked_run_id(run_id)
         choice = cast(BackendChoice, _choice(backend, _BACKENDS, "backend"))
         settings = ClientSettings()
         with JobSetClient(settings) as client:
             done = cleanup_run(
                 client,
                 namespace=namespace or default_namespace(settings),
-                run_id=identity["kfp-run-id"],
+                run_id=run,
                 backend=choice,
             )
     except Exception as error:

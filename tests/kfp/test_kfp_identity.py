@@ -87,3 +87,21 @@ def test_run_selector_matches_the_identity_labels() -> None:
     selector = run_selector("manual:run+1")
     assert selector.items() <= labels.items()
     assert list(selector) == ["jobset-core/" + RUN_ID_KEY]
+
+
+@pytest.mark.parametrize(
+    ("run_id", "ok"),
+    [
+        pytest.param("r1", True, id="resolved"),
+        pytest.param("{{$.pipeline_job_uuid}}", False, id="placeholder"),
+        pytest.param("", False, id="empty"),
+    ],
+)
+def test_checked_run_id(run_id: str, ok: bool) -> None:
+    from kfp_components._identity import checked_run_id
+
+    if ok:
+        assert checked_run_id(run_id) == run_id
+    else:
+        with pytest.raises(SpecError, match="run_id"):
+            checked_run_id(run_id)
