@@ -144,6 +144,24 @@ def _follow_logs(backend: BackendProtocol, handle: Handle, target: LogTarget, sa
         say(f"{prefix}log stream ended: {err}")
 
 
+def _durations(handle: Handle, list_jobs: ListJobs | None, say: Say) -> dict[str, float]:
+    if list_jobs is None:
+        return {}
+    try:
+        return replicated_job_durations(list_jobs(handle))
+    except JobSetError as err:  # metrics are a bonus; the outcome is what counts
+        say(f"could not read the child Jobs for durations: {err}")
+        return {}
+
+
+def _failed_pod_logs(backend: BackendProtocol, handle: Handle, say: Say) -> dict[str, str]:
+    try:
+        return backend.failed_pod_logs(handle, tail_lines=30)
+    except JobSetError as err:
+        say(f"could not read the failed pods' logs: {err}")
+        return {}
+
+
 def _end(
     backend: BackendProtocol, handle: Handle, policy: DeletePolicy, ending: Ending, say: Say
 ) -> bool:
@@ -152,6 +170,9 @@ def _end(
     try:
         backend.delete(handle)
     except NotFound:
+        return False
+    except JobSetError as err:  # never hides how the step ended
+        say(f"could not delete JobSet {handle.namespace}/{handle.name}: {err}")
         return False
     say(f"deleted JobSet {handle.namespace}/{handle.name} (delete policy {policy}, {ending})")
     return True
@@ -233,10 +254,9 @@ def _follow(
         raise
     if logs is not None:
         logs.join(_LOG_DRAIN_SECONDS)
-    durations = replicated_job_durations(list_jobs(handle)) if list_jobs else {}
-    metrics = metric_values(outcome, durations)
+    metrics = metric_values(outcome, _durations(handle, list_jobs, say))
     if not outcome.succeeded:
-        pod_logs = backend.failed_pod_logs(handle, tail_lines=30)
+        pod_logs = _failed_pod_logs(backend, handle, say)
         for pod, text in sorted(pod_logs.items()):
             say(f"--- last lines of failed pod {pod} ---\n{text.rstrip()}")
         _end(backend, handle, policy, "failed", say)
