@@ -51,6 +51,7 @@ __all__ = [
     "LaunchOutputs",
     "cleanup_step",
     "exit_code",
+    "from_struct",
     "launch_outputs",
     "launch_step",
     "main",
@@ -122,6 +123,19 @@ def launch_outputs(result: LaunchResult) -> LaunchOutputs:
         result=wrapped,
         backend=outcome.backend,
     )
+
+
+def from_struct(value: Any) -> Any:
+    """A value as KFP delivered it in a ``dict`` parameter, with numbers made integers again
+    where they are whole (a protobuf ``Struct`` has only doubles, so ``replicas: 2`` arrives
+    as ``2.0``, which the JobSet schema rejects)."""
+    if isinstance(value, Mapping):
+        return {key: from_struct(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_struct(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _invalid(argument: str, message: str) -> SpecError:
@@ -202,7 +216,7 @@ def launch_step(
         if follow_logs:
             logs = LogTarget(log_replicated_job or None, log_job_index, log_pod_index)
         result = _run_launch(
-            jobset=jobset_dict or jobset,
+            jobset=from_struct(jobset_dict) if jobset_dict else jobset,
             namespace=namespace,
             backend=backend,
             timeout_seconds=timeout_seconds,

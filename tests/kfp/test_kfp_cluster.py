@@ -402,3 +402,28 @@ def test_task_config_reaches_the_pods(
     for pod in pods[LEADER]:  # not named in task_config_replicated_jobs
         assert not pod.spec.node_selector
         assert not (pod.spec.containers[0].resources.limits or {})
+
+
+@pytest.mark.usefixtures("kfp_local")
+def test_checked_in_yaml_component_runs(devcluster: Any, cluster_namespace: str) -> None:
+    """The compiled ``launch_jobset.yaml``, loaded as users load it, with the identity passed
+    as its docs say."""
+    from kfp import components
+
+    launch = components.load_component_from_file(
+        str(ROOT / "kfp_components" / "launch_jobset.yaml")
+    )
+    jobset = make_jobset(annotations=_annotations(termination_message='{"loss": 0.1}'))
+    task = launch(
+        jobset_dict=jobset,
+        namespace=cluster_namespace,
+        backend="controller",
+        timeout_seconds=120,
+        run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        task_name=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        task_id=dsl.PIPELINE_TASK_ID_PLACEHOLDER,
+    )
+    assert task.outputs["terminal_state"] == "Completed"
+    assert task.outputs["result"] == {"loss": 0.1}
+    run = _only_run(devcluster, cluster_namespace, "controller")
+    assert not any("{{" in v for v in run["metadata"]["labels"].values())

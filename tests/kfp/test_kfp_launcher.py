@@ -136,3 +136,26 @@ def test_step_rejects_unresolved_identity(capsys: pytest.CaptureFixture[str]) ->
         launcher.cleanup_step(namespace="n", run_id="{{$.pipeline_job_uuid}}", backend="auto")
     assert caught.value.code == launcher.EXIT_INVALID
     assert "PIPELINE_JOB_ID_PLACEHOLDER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param({"replicas": 2.0}, {"replicas": 2}, id="whole-number"),
+        pytest.param({"cpu": 0.5}, {"cpu": 0.5}, id="fraction-kept"),
+        pytest.param([{"a": [1.0, "x", True]}], [{"a": [1, "x", True]}], id="nested"),
+        pytest.param("2.0", "2.0", id="string-untouched"),
+    ],
+)
+def test_from_struct(value: Any, expected: Any) -> None:
+    result = launcher.from_struct(value)
+    assert result == expected
+    assert [type(x) for x in _leaves(result)] == [type(x) for x in _leaves(expected)]
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
