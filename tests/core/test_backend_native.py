@@ -16,6 +16,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -1076,3 +1077,55 @@ class TestOnCluster:
         assert len(jobs_of(devcluster, cluster_namespace, "wide")) == 60  # all in the first pass
         outcome = await native.wait(sub.handle, timeout=90)
         assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 60)
+
+    async def test_apiserver_stopped_and_restarted_during_a_wait(
+        self, flavour: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
+    ) -> None:
+        # The native backend talks to a private kube-apiserver (same etcd); while it is down
+        # the run cannot be reconciled, but its Jobs finish; the wait resumes after it is back.
+        from tests.core.test_backend_controller import PrivateApiServer
+
+        server = PrivateApiServer(devcluster, tmp_path)
+        server.start()
+        running = threading.Event()
+        problems: list[BaseException] = []
+        restarted_at: list[float] = []
+
+        def outage() -> None:
+            try:
+                if not running.wait(60):
+                    raise AssertionError("the run never started")
+                server.stop()
+                done = f"{labels.JOBSET_NAME}=outage"
+
+                def finished() -> bool:
+                    jobs = devcluster.batch.list_namespaced_job(
+                        cluster_namespace, label_selector=done
+                    ).items
+                    return len(jobs) == 2 and all(j.status.succeeded == 1 for j in jobs)
+
+                devcluster.wait_for(finished, timeout=60, desc="the Jobs to finish")
+                time.sleep(1)
+                restarted_at.append(time.monotonic())
+                server.start()
+            except BaseException as error:  # reported by the test body
+                problems.append(error)
+
+        def note(progress: Progress) -> None:
+            if progress.phase is Phase.RUNNING:
+                running.set()
+
+        try:
+            async with open_backend(flavour, server.kubeconfig) as native:
+                js = manifest("outage", crjob("w", 2, run="3"))
+                sub = await native.submit(js, namespace=cluster_namespace)
+                thread = threading.Thread(target=outage, daemon=True)
+                thread.start()
+                outcome = await native.wait(sub.handle, timeout=150, on_progress=note)
+                thread.join(30)
+                returned_at = time.monotonic()
+        finally:
+            server.stop()
+        assert not problems, problems
+        assert restarted_at and returned_at > restarted_at[0]
+        assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 2)
