@@ -28,6 +28,7 @@ from typing import Any
 
 from jobset_core.errors import Problem, SpecError
 from jobset_core.models import JobSet
+from kfp_components._struct import from_struct
 
 __all__ = ["PodOverrides", "apply_task_config", "overrides_from"]
 
@@ -73,7 +74,8 @@ _FIELDS = {
 
 
 def overrides_from(task_config: Any) -> PodOverrides:
-    """Read a ``dsl.TaskConfig`` (attributes), or a mapping in either spelling, as overrides.
+    """Read a ``dsl.TaskConfig`` (attributes), or a mapping in either spelling, as overrides
+    (whole numbers made integers again: see :mod:`kfp_components._struct`).
 
     ``None`` (no passthrough, e.g. a local run) gives empty overrides.
     """
@@ -86,7 +88,7 @@ def overrides_from(task_config: Any) -> PodOverrides:
         else:
             value = getattr(task_config, attribute, None)
         if value:
-            values[name] = copy.deepcopy(value)
+            values[name] = from_struct(copy.deepcopy(value))
     return PodOverrides(**values)
 
 

@@ -39,6 +39,7 @@ from kfp_components._launch import (
     launch,
 )
 from kfp_components._signals import Terminated
+from kfp_components._struct import from_struct
 from kfp_components._task_config import apply_task_config, overrides_from
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "LaunchOutputs",
     "cleanup_step",
     "exit_code",
-    "from_struct",
     "launch_outputs",
     "launch_step",
     "main",
@@ -123,19 +123,6 @@ def launch_outputs(result: LaunchResult) -> LaunchOutputs:
         result=wrapped,
         backend=outcome.backend,
     )
-
-
-def from_struct(value: Any) -> Any:
-    """A value as KFP delivered it in a ``dict`` parameter, with numbers made integers again
-    where they are whole (a protobuf ``Struct`` has only doubles, so ``replicas: 2`` arrives
-    as ``2.0``, which the JobSet schema rejects)."""
-    if isinstance(value, Mapping):
-        return {key: from_struct(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [from_struct(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def _invalid(argument: str, message: str) -> SpecError:

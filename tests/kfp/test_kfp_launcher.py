@@ -21,6 +21,7 @@ from jobset_core.outcome import Outcome, Phase
 from kfp_components import launcher
 from kfp_components._launch import JobSetFailed, LaunchResult, should_delete
 from kfp_components._signals import Terminated
+from kfp_components._struct import from_struct
 
 _FAILED = Outcome(
     name="t",
@@ -148,7 +149,7 @@ def test_step_rejects_unresolved_identity(capsys: pytest.CaptureFixture[str]) ->
     ],
 )
 def test_from_struct(value: Any, expected: Any) -> None:
-    result = launcher.from_struct(value)
+    result = from_struct(value)
     assert result == expected
     assert [type(x) for x in _leaves(result)] == [type(x) for x in _leaves(expected)]
 

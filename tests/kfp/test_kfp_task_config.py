@@ -57,6 +57,13 @@ def test_nothing_to_apply(config: Any) -> None:
     assert apply_task_config(jobset, overrides) is jobset
 
 
+def test_struct_numbers_become_integers() -> None:
+    toleration = {"key": "spot", "operator": "Exists", "tolerationSeconds": 300.0}
+    overrides = overrides_from({"tolerations": [toleration]})
+    assert overrides.tolerations[0]["tolerationSeconds"] == 300
+    assert type(overrides.tolerations[0]["tolerationSeconds"]) is int
+
+
 def test_reads_json_spelling() -> None:
     overrides = overrides_from({"nodeSelector": {"a": "b"}, "volumeMounts": [{"name": "v"}]})
     assert overrides == PodOverrides(node_selector={"a": "b"}, volume_mounts=[{"name": "v"}])
