@@ -10,6 +10,7 @@ scripted with the devcluster annotations (``tests/cluster/README.md``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import inspect
 import json
@@ -1129,3 +1130,18 @@ class TestOnCluster:
         assert not problems, problems
         assert restarted_at and returned_at > restarted_at[0]
         assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 2)
+
+    async def test_forced_410_between_passes_relists(
+        self, flavour: str, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        async with open_backend(flavour, devcluster.kubeconfig, watch_window=30) as native:
+            js = manifest("stale", crjob("w", never_finish="true"))
+            sub = await native.submit(js, namespace=cluster_namespace)
+            done = await native._reconcile(sub.handle, create=True)
+            # resourceVersion 1 is far older than the watch cache keeps: the server answers
+            # 410 Gone at once, and the wait goes straight to the next pass (a fresh list)
+            # instead of sitting out the 30 s window.
+            started = time.monotonic()
+            await native._wait_for_change(dataclasses.replace(done, resource_version="1"), None)
+            assert time.monotonic() - started < 10
+            assert not (await native.status(sub.handle)).phase.terminal
