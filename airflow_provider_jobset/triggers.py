@@ -67,7 +67,7 @@ class JobSetTrigger(BaseTrigger):
         delete_on_kill: bool = True,
         poll_interval: float = 5.0,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.name = name
         self.namespace = namespace
         self.uid = uid
@@ -140,7 +140,7 @@ class JobSetTrigger(BaseTrigger):
             event = await self._run_native(config)
         else:
             event = await self._run_controller(config)
-        yield TriggerEvent(event.to_payload())
+        yield TriggerEvent(event.to_payload())  # type: ignore[no-untyped-call]
 
     async def _run_controller(self, config: ConnectionConfig) -> JobSetEvent:
         from airflow_provider_jobset._shared import lease_watch
