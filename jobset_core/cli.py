@@ -295,5 +295,7 @@ RENDER = Command(
     run=_run_render,
 )
 
-#: Every subcommand, in ``--help`` order.
-COMMANDS: tuple[Command, ...] = (VALIDATE, RENDER)
+from jobset_core.cli_cluster import commands as _cluster_commands  # noqa: E402
+
+#: Every subcommand, in ``--help`` order (cluster commands import their clients lazily).
+COMMANDS: tuple[Command, ...] = (VALIDATE, RENDER, *_cluster_commands())

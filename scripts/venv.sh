@@ -25,7 +25,7 @@ fi
 lock=$root/requirements/$side.txt
 venv=$root/.venv/$side
 pyver=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
-key=$(cat "$lock" "$root/pyproject.toml" | sha256sum | cut -c1-16)-py$pyver-uv$uv_version
+key=$(cat "$lock" "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)-py$pyver-uv$uv_version
 if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$key" ] && [ -x "$venv/bin/python" ]; then
   exit 0
 fi
@@ -34,7 +34,9 @@ start=$(date +%s)
 rm -rf "$venv"
 "$uv" venv -q --python "$python" "$venv"
 export UV_CACHE_DIR=$cache/uv-cache
-"$uv" pip install -q --python "$venv/bin/python" -r "$lock"
+# Compile bytecode at install time: environments that set PYTHONDONTWRITEBYTECODE would
+# otherwise recompile the Kubernetes clients and Airflow in every process (seconds each).
+"$uv" pip install -q --compile-bytecode --python "$venv/bin/python" -r "$lock"
 "$uv" pip install -q --python "$venv/bin/python" --no-deps -e "$root"
 echo "$key" > "$venv/.stamp"
 echo "[venv] .venv/$side ready in $(( $(date +%s) - start ))s"
