@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -140,8 +141,17 @@ def _cli(ctx: dict[str, Any], *args: str) -> str:
 
 
 def _json(text: str) -> Any:
-    start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
-    return json.loads(text[start:])
+    """The JSON document of a CLI answer (log lines may come before it)."""
+    decoder = json.JSONDecoder()
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("[", "{")):
+            try:
+                return decoder.raw_decode(text[offset + len(line) - len(line.lstrip()) :])[0]
+            except ValueError:
+                pass
+        offset += len(line)
+    raise AssertionError(f"no JSON in: {text[-2000:]}")
 
 
 def _logs(home: Path) -> str:
@@ -172,8 +182,10 @@ def test_dag_lives_its_whole_life_with_a_retry(airflow_env: dict[str, Any]) -> N
     assert by_task["train"]["state"] == "success"
     assert by_task["check"]["state"] == "success"
     task_logs = home / "logs" / f"dag_id={DAG_ID}" / "run_id=e2e_run" / "task_id=train"
-    tries = sorted(p.name for p in task_logs.glob("attempt=*.log"))
-    assert tries == ["attempt=1.log", "attempt=2.log"], tries
+    names = sorted(p.name for p in task_logs.iterdir())
+    tries = [n for n in names if re.fullmatch(r"attempt=\d+\.log", n)]
+    assert tries == ["attempt=1.log", "attempt=2.log"], names
+    assert any(".trigger." in n for n in names), f"no triggerer log: {names}"
     first = (task_logs / "attempt=1.log").read_text()
     second = (task_logs / "attempt=2.log").read_text()
     assert "JobSetRestarting" in first and "failed child Job" in first
