@@ -27,14 +27,17 @@ from jobset_core.backends._base import (
 if TYPE_CHECKING:
     from jobset_core.backends.auto import BackendChoice, choose_async_backend, choose_backend
     from jobset_core.backends.controller import AsyncControllerBackend, ControllerBackend
+    from jobset_core.backends.native import AsyncNativeBackend, NativeBackend
 
 __all__ = [
     "AsyncBackendProtocol",
     "AsyncControllerBackend",
+    "AsyncNativeBackend",
     "BackendChoice",
     "BackendProtocol",
     "ControllerBackend",
     "Handle",
+    "NativeBackend",
     "OnRestart",
     "ProgressCallback",
     "Submission",
@@ -45,6 +48,8 @@ __all__ = [
 _LAZY = {
     "AsyncControllerBackend": "jobset_core.backends.controller",
     "ControllerBackend": "jobset_core.backends.controller",
+    "AsyncNativeBackend": "jobset_core.backends.native",
+    "NativeBackend": "jobset_core.backends.native",
     "BackendChoice": "jobset_core.backends.auto",
     "choose_async_backend": "jobset_core.backends.auto",
     "choose_backend": "jobset_core.backends.auto",

@@ -47,7 +47,7 @@ def choose_backend(
         from jobset_core.backends.controller import ControllerBackend
 
         return ControllerBackend(client, **options)
-    from jobset_core.backends.native import NativeBackend  # type: ignore[import-not-found,unused-ignore]
+    from jobset_core.backends.native import NativeBackend
 
     backend: BackendProtocol = NativeBackend(client, **options)
     return backend
@@ -62,7 +62,7 @@ async def choose_async_backend(
         from jobset_core.backends.controller import AsyncControllerBackend
 
         return AsyncControllerBackend(client, **options)
-    from jobset_core.backends.native import AsyncNativeBackend  # type: ignore[import-not-found,unused-ignore]
+    from jobset_core.backends.native import AsyncNativeBackend
 
     backend: AsyncBackendProtocol = AsyncNativeBackend(client, **options)
     return backend
