@@ -22,7 +22,7 @@ if [ -z "${KUBECONFIG:-}" ]; then
     make --no-print-directory cluster-up
     started_cluster=1
   fi
-  export KUBECONFIG=$root/.devcluster/kubeconfig
+  export KUBECONFIG=${DEVCLUSTER_STATE_DIR:-$root/.devcluster}/kubeconfig
   export JOBSET_EXAMPLES_DEVCLUSTER=1   # the example's pods are simulated on the fake nodes
 else
   say "using the cluster of KUBECONFIG=$KUBECONFIG"
@@ -53,38 +53,49 @@ import json
 import threading
 import time
 
-from kubernetes import client, config
+from kubernetes import client, config, watch
 
 config.load_kube_config()
 core, batch, custom = client.CoreV1Api(), client.BatchV1Api(), client.CustomObjectsApi()
 selector = "airflow-jobset/dag-id=scheduled_retraining"
+child_selector = "jobset.sigs.k8s.io/jobset-name"
 seen = {"jobsets": {}, "jobs": {}, "pods": {}}
 stop = threading.Event()
 
 
-def observe() -> None:
+def follow(kind, list_fn, label_selector, **kwargs):
+    """Keep the last state of every object (a DELETED event carries the final one)."""
     while not stop.is_set():
         try:
-            for js in custom.list_cluster_custom_object(
-                "jobset.x-k8s.io", "v1alpha2", "jobsets", label_selector=selector
-            )["items"]:
-                seen["jobsets"][js["metadata"]["uid"]] = js
-                name = js["metadata"]["name"]
-                for job in batch.list_job_for_all_namespaces(
-                    label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
-                ).items:
-                    seen["jobs"][job.metadata.uid] = job
-                for pod in core.list_pod_for_all_namespaces(
-                    label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
-                ).items:
-                    seen["pods"][pod.metadata.uid] = pod
-        except Exception:  # the API may hiccup; keep observing
-            pass
-        stop.wait(0.5)
+            for event in watch.Watch().stream(
+                list_fn, label_selector=label_selector, timeout_seconds=5, **kwargs
+            ):
+                obj = event["object"]
+                uid = obj["metadata"]["uid"] if isinstance(obj, dict) else obj.metadata.uid
+                seen[kind][uid] = obj
+                if stop.is_set():
+                    return
+        except Exception:  # the API may hiccup; keep following
+            time.sleep(0.5)
 
 
-watcher = threading.Thread(target=observe, daemon=True)
-watcher.start()
+watchers = [
+    threading.Thread(
+        target=follow,
+        args=("jobsets", custom.list_cluster_custom_object, selector),
+        kwargs={"group": "jobset.x-k8s.io", "version": "v1alpha2", "plural": "jobsets"},
+        daemon=True,
+    ),
+    threading.Thread(
+        target=follow, args=("jobs", batch.list_job_for_all_namespaces, child_selector), daemon=True
+    ),
+    threading.Thread(
+        target=follow, args=("pods", core.list_pod_for_all_namespaces, child_selector), daemon=True
+    ),
+]
+for thread in watchers:
+    thread.start()
+time.sleep(1)
 
 from airflow.dag_processing.dagbag import DagBag  # noqa: E402
 from airflow.models.taskinstance import TaskInstance  # noqa: E402
@@ -99,10 +110,15 @@ assert not bag.import_errors, bag.import_errors
 started = time.monotonic()
 run = bag.dags["scheduled_retraining"].test()
 elapsed = time.monotonic() - started
-time.sleep(1)
+time.sleep(2)
 stop.set()
-watcher.join(5)
 
+names = {js["metadata"]["name"] for js in seen["jobsets"].values()}
+for kind in ("jobs", "pods"):
+    seen[kind] = {
+        uid: obj for uid, obj in seen[kind].items()
+        if (obj.metadata.labels or {}).get(child_selector) in names
+    }
 nodes = {n.metadata.name: n.metadata.labels for n in core.list_node().items}
 
 
