@@ -1,0 +1,83 @@
+"""JobSetSensor on the devcluster: by name and by labels, poke and deferrable, and a JobSet
+that ends in a phase that is not a target fails the sensor."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from airflow_provider_jobset.exceptions import JobSetFailed
+from airflow_provider_jobset.sensors import JobSetSensor
+
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
+
+
+def body(name: str, annotations: dict[str, str]) -> dict[str, Any]:
+    pod = {
+        "metadata": {"annotations": annotations},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    job = {"backoffLimit": 0, "template": pod}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": {"team": "ml"}},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": job}}]},
+    }
+
+
+def poke_until(sensor: JobSetSensor, timeout: float = 90) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sensor.poke({}):
+            return True
+        time.sleep(1)
+    return False
+
+
+def test_poke_by_name_and_by_labels(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    by_name = JobSetSensor(task_id="s", name="later", namespace=cluster_namespace)
+    assert by_name.poke({}) is False  # not there yet: keep waiting
+    devcluster.create_jobset(cluster_namespace, body("later", {"devcluster/run-seconds": "2"}))
+    devcluster.create_jobset(cluster_namespace, body("other", {"devcluster/run-seconds": "4"}))
+    running = JobSetSensor(
+        task_id="r",
+        name="later",
+        namespace=cluster_namespace,
+        target_phases=["Running", "Completed"],
+    )
+    assert poke_until(running)
+    assert poke_until(by_name)
+    by_labels = JobSetSensor(
+        task_id="l", label_selector={"team": "ml"}, namespace=cluster_namespace
+    )
+    assert poke_until(by_labels)
+
+
+def test_failed_jobset_fails_the_sensor(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    devcluster.create_jobset(cluster_namespace, body("broken", {"devcluster/exit-code": "2"}))
+    sensor = JobSetSensor(task_id="s", name="broken", namespace=cluster_namespace)
+    with pytest.raises(JobSetFailed, match="ended Failed"):
+        poke_until(sensor)
+
+
+def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: Any) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    devcluster.create_jobset(cluster_namespace, body("slow", {"devcluster/run-seconds": "8"}))
+    sensor = JobSetSensor(
+        task_id="s", name="slow", namespace=cluster_namespace, deferrable=True, timeout=120
+    )
+    devcluster.wait_for(sensor._outcomes, 30, desc="the JobSet seen")
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    event = asyncio.run(anext(deferred.value.trigger.run()))
+    assert event.payload["outcome"]["phase"] == "Completed"
+    assert sensor.execute_complete({}, event.payload) is None
