@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from jobset_core.backends._anchor import ANCHOR_LABEL, ANCHOR_VALUE
 from jobset_core.backends.auto import BackendChoice
-from jobset_core.client import JobSetClient
+from jobset_core.client.sync import JobSetClient
 from jobset_core.errors import Conflict, NotFound
 from kfp_components._identity import run_selector
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, cast
 
 from jobset_core.backends.auto import BackendChoice, choose_backend
-from jobset_core.client import ClientSettings, ConfigError, JobSetClient, default_namespace
+from jobset_core.client.config import ClientSettings, ConfigError, default_namespace
+from jobset_core.client.sync import JobSetClient
 from jobset_core.errors import (
     ApiError,
     CreationFailed,

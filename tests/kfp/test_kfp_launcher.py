@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from jobset_core.backends import Handle
-from jobset_core.client import ConfigError
+from jobset_core.client.config import ConfigError
 from jobset_core.errors import (
     ApiError,
     CreationFailed,
