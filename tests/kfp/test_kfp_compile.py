@@ -12,6 +12,8 @@ from kfp import compiler, components, dsl
 import kfp_components
 from kfp_components.components import IDENTITY_ARGUMENTS, LAUNCHER_IMAGE
 
+pytestmark = pytest.mark.kfp
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kfp_components"
 EXAMPLE = ROOT / "examples" / "pipelines" / "scheduled_retraining.py"

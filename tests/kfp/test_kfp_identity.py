@@ -16,6 +16,8 @@ from kfp_components._identity import (
 )
 from tests.kfp.conftest import make_jobset
 
+pytestmark = pytest.mark.kfp
+
 
 @pytest.mark.parametrize(
     ("value", "expected"),

@@ -20,6 +20,8 @@ from kfp_components._launch import JobSetFailed, LaunchRequest, launch
 from kfp_components._signals import Terminated
 from tests.kfp.conftest import make_jobset
 
+pytestmark = pytest.mark.kfp
+
 IDENTITY = kfp_identity("run", "train", "1")
 
 

@@ -23,6 +23,8 @@ from kfp_components._launch import JobSetFailed, LaunchResult, should_delete
 from kfp_components._signals import Terminated
 from kfp_components._struct import from_struct
 
+pytestmark = pytest.mark.kfp
+
 _FAILED = Outcome(
     name="t",
     namespace="n",

@@ -9,6 +9,8 @@ import pytest
 from jobset_core.outcome import Outcome, Phase, ReplicatedJobCounts
 from kfp_components._metrics import metric_values, replicated_job_durations
 
+pytestmark = pytest.mark.kfp
+
 RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
 
 

@@ -12,6 +12,8 @@ from jobset_core.models import load_jobset
 from kfp_components._task_config import PodOverrides, apply_task_config, overrides_from
 from tests.kfp.conftest import LEADER, WORKERS, make_jobset
 
+pytestmark = pytest.mark.kfp
+
 
 def _pod(jobset: Any, rjob: str) -> dict[str, Any]:
     spec: dict[str, Any] = jobset.replicated_job(rjob).template.spec["template"]["spec"]
