@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, cast
 
+from jobset_core import labels
+from jobset_core.backends import Handle
 from jobset_core.backends.auto import BackendChoice, choose_backend
 from jobset_core.client.config import ClientSettings, ConfigError, default_namespace
 from jobset_core.client.sync import JobSetClient
@@ -165,8 +167,10 @@ def _run_launch(
             logs=logs,
         )
 
-        def list_jobs(handle: Any) -> list[dict[str, Any]]:
-            selector = {"jobset.sigs.k8s.io/jobset-name": handle.name}
+        def list_jobs(handle: Handle) -> list[dict[str, Any]]:
+            selector = {labels.JOBSET_NAME: handle.name}
+            if handle.uid:  # not a namesake's Jobs
+                selector[labels.JOBSET_UID] = handle.uid
             return client.list_jobs(namespace=handle.namespace, label_selector=selector).items
 
         return launch(request, chosen, list_jobs=list_jobs, say=_say)
