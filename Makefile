@@ -25,7 +25,7 @@ lint: venvs
 	.venv/airflow/bin/ruff check .
 	.venv/airflow/bin/ruff format --check .
 	.venv/airflow/bin/mypy
-	.venv/kfp/bin/mypy
+	.venv/kfp/bin/mypy jobset_core kfp_components
 	cd $(ROOT) && .venv/airflow/bin/lint-imports --no-cache
 
 test: venvs

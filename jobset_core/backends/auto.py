@@ -6,11 +6,13 @@ backend is imported only when it is chosen.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jobset_core.backends._base import AsyncBackendProtocol, BackendProtocol
-from jobset_core.client import AsyncJobSetClient, JobSetClient
 from jobset_core.outcome import Backend
+
+if TYPE_CHECKING:  # the caller already holds a client; importing one here is not needed
+    from jobset_core.client import AsyncJobSetClient, JobSetClient
 
 __all__ = ["BackendChoice", "choose_async_backend", "choose_backend", "resolve_kind"]
 
