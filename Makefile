@@ -7,14 +7,13 @@ KFP_PY := $(ROOT)/.venv/kfp/bin/python
 
 include tests/cluster/cluster.mk
 
-.PHONY: help venvs lint test test-unit demo bench clean
+.PHONY: help venvs lint test test-unit demo clean
 
 help:
 	@echo "make test       lint + all tests (both environments) against the local control plane"
 	@echo "make demo       bring up the devcluster (building it if needed) and run the main job"
 	@echo "make test-unit  fast tests that need no cluster"
 	@echo "make lint       ruff, mypy --strict on jobset_core, import-linter contracts"
-	@echo "make bench      benchmarks (ratios against anchors measured in the same run)"
 	@echo "make cluster-up / cluster-down / cluster-status"
 
 venvs:
@@ -37,9 +36,6 @@ test-unit: venvs
 
 demo: venvs
 	@scripts/demo.sh
-
-bench: venvs
-	$(AIRFLOW_PY) benchmarks/run.py
 
 clean:
 	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache
