@@ -23,7 +23,7 @@ venvs:
 lint: venvs
 	.venv/airflow/bin/ruff check .
 	.venv/airflow/bin/ruff format --check .
-	.venv/airflow/bin/mypy
+	.venv/airflow/bin/mypy jobset_core airflow_provider_jobset
 	.venv/kfp/bin/mypy jobset_core kfp_components
 	cd $(ROOT) && .venv/airflow/bin/lint-imports --no-cache
 
