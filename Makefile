@@ -21,11 +21,13 @@ venvs:
 	@scripts/venv.sh kfp
 
 lint: venvs
-	.venv/airflow/bin/ruff check .
-	.venv/airflow/bin/ruff format --check .
-	.venv/airflow/bin/mypy jobset_core airflow_provider_jobset
-	.venv/kfp/bin/mypy jobset_core kfp_components
-	cd $(ROOT) && .venv/airflow/bin/lint-imports --no-cache
+	@status=0; \
+	for step in ".venv/airflow/bin/ruff check ." ".venv/airflow/bin/ruff format --check ." \
+	    ".venv/airflow/bin/mypy jobset_core airflow_provider_jobset" \
+	    ".venv/kfp/bin/mypy jobset_core kfp_components" \
+	    ".venv/airflow/bin/lint-imports --no-cache"; do \
+	  echo "+ $$step"; $$step || status=1; \
+	done; exit $$status
 
 test: venvs
 	@scripts/test.sh
