@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,30 @@ with DAG("%s", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
 """
 
 
+KILL_DAG = """
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_jobset.operators import JobSetOperator
+
+pod = {
+    "metadata": {"annotations": {"devcluster/never-finish": "true"}},
+    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+}
+jobset = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "hold"},
+    "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+        "backoffLimit": 0, "template": pod}}}]},
+}
+
+with DAG("e2e_kill", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+    JobSetOperator(task_id="hold", jobset=jobset, namespace="%s", deferrable=True, retries=0)
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -76,6 +101,7 @@ def airflow_env(kube_conn: str, cluster_namespace: str) -> Iterator[dict[str, An
     home = Path(tempfile.mkdtemp(prefix="jobset-e2e-airflow-"))
     (home / "dags").mkdir()
     (home / "dags" / f"{DAG_ID}.py").write_text(DAG % (DAG_ID, cluster_namespace))
+    (home / "dags" / "e2e_kill.py").write_text(KILL_DAG % cluster_namespace)
     port = _free_port()
     env = {
         **os.environ,
@@ -113,7 +139,14 @@ def airflow_env(kube_conn: str, cluster_namespace: str) -> Iterator[dict[str, An
             )
         )
     try:
-        yield {"env": env, "home": home, "airflow": airflow, "procs": procs}
+        yield {
+            "env": env,
+            "home": home,
+            "airflow": airflow,
+            "procs": procs,
+            "port": port,
+            "namespace": cluster_namespace,
+        }
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -160,7 +193,32 @@ def _logs(home: Path) -> str:
     )
 
 
-def test_dag_lives_its_whole_life_with_a_retry(airflow_env: dict[str, Any]) -> None:
+def _wait_parsed(ctx: dict[str, Any], *dag_ids: str) -> None:
+    deadline = time.monotonic() + 240
+    while not all(d in _cli(ctx, "dags", "list", "-o", "plain") for d in dag_ids):
+        assert time.monotonic() < deadline, "the DAG processor never parsed the DAGs\n" + _logs(
+            ctx["home"]
+        )
+        time.sleep(3)
+
+
+def _api(ctx: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
+    base = f"http://127.0.0.1:{ctx['port']}"
+    with urllib.request.urlopen(f"{base}/auth/token", timeout=30) as answer:
+        token = json.loads(answer.read())["access_token"]
+    request = urllib.request.Request(
+        base + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def test_dag_lives_its_whole_life_with_a_retry(
+    airflow_env: dict[str, Any], devcluster: Any
+) -> None:
     ctx, home = airflow_env, airflow_env["home"]
     deadline = time.monotonic() + 240
     while DAG_ID not in _cli(ctx, "dags", "list", "-o", "plain"):
@@ -190,3 +248,45 @@ def test_dag_lives_its_whole_life_with_a_retry(airflow_env: dict[str, Any]) -> N
     second = (task_logs / "attempt=2.log").read_text()
     assert "JobSetRestarting" in first and "failed child Job" in first
     assert "reattached to JobSet" in second
+
+    # A user marks the deferred task failed: the trigger's on_kill deletes the JobSet.
+    _wait_parsed(ctx, "e2e_kill")
+    _cli(ctx, "dags", "unpause", "e2e_kill")
+    _cli(ctx, "dags", "trigger", "e2e_kill", "--run-id", "kill_run")
+    namespace = ctx["namespace"]
+
+    def deferred_with_jobset() -> bool:
+        tis = _json(_cli(ctx, "tasks", "states-for-dag-run", "e2e_kill", "kill_run", "-o", "json"))
+        jobsets = devcluster.custom.list_namespaced_custom_object(
+            "jobset.x-k8s.io",
+            "v1alpha2",
+            namespace,
+            "jobsets",
+            label_selector="airflow-jobset/task-id=hold",
+        )["items"]
+        return bool(jobsets) and tis[0]["state"] == "deferred"
+
+    devcluster.wait_for(deferred_with_jobset, 300, interval=3, desc="the deferred kill task")
+    _api(
+        ctx,
+        "PATCH",
+        "/api/v2/dags/e2e_kill/dagRuns/kill_run/taskInstances/hold",
+        {"new_state": "failed"},
+    )
+
+    def everything_gone() -> bool:
+        jobsets = devcluster.custom.list_namespaced_custom_object(
+            "jobset.x-k8s.io",
+            "v1alpha2",
+            namespace,
+            "jobsets",
+            label_selector="airflow-jobset/task-id=hold",
+        )["items"]
+        pods = devcluster.core.list_namespaced_pod(namespace).items
+        return not jobsets and not pods
+
+    devcluster.wait_for(everything_gone, 120, interval=2, desc="the killed task's JobSet deleted")
+    said = [
+        p for p in home.rglob("*.log") if "task killed by a user" in p.read_text(errors="replace")
+    ]
+    assert said, "the trigger's on_kill did not report the deletion\n" + _logs(home)
