@@ -221,7 +221,7 @@ class JobSetOperator(BaseOperator):
         Raises:
             JobSetFailed: the spec is invalid (every problem with its field path).
         """
-        from jobset_core.backends._common import stamp_identity
+        from jobset_core.backends import stamp_identity
         from jobset_core.validation import ensure_valid
 
         try:

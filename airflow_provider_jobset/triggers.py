@@ -144,7 +144,7 @@ class JobSetTrigger(BaseTrigger):
 
     async def _run_controller(self, config: ConnectionConfig) -> JobSetEvent:
         from airflow_provider_jobset._shared import lease_watch
-        from jobset_core.backends._common import WaitTracker, restart_details
+        from jobset_core.backends import WaitTracker, restart_details
         from jobset_core.errors import NotFound
 
         tracker = WaitTracker("controller", return_on_restart=self.on_restart == "return")

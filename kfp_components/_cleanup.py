@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from jobset_core.backends._anchor import ANCHOR_LABEL, ANCHOR_VALUE
+from jobset_core.backends import ANCHOR_LABEL, ANCHOR_VALUE
 from jobset_core.backends.auto import BackendChoice
 from jobset_core.client.sync import JobSetClient
 from jobset_core.errors import Conflict, NotFound

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobset_core.backends import _common as common
+from jobset_core import backends as common
 from jobset_core.errors import Problem, SpecError
 from jobset_core.models import JobSet
 

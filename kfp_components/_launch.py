@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from jobset_core import backends as common
 from jobset_core.backends import BackendProtocol, Handle
-from jobset_core.backends import _common as common
 from jobset_core.errors import CreationFailed, JobSetError, NotFound, WaitTimeout
 from jobset_core.models import JobSet
 from jobset_core.outcome import Outcome, Progress

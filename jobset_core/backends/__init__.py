@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from jobset_core.backends._anchor import ANCHOR_LABEL, ANCHOR_VALUE
 from jobset_core.backends._base import (
     AsyncBackendProtocol,
     BackendProtocol,
@@ -23,6 +24,15 @@ from jobset_core.backends._base import (
     ProgressCallback,
     Submission,
 )
+from jobset_core.backends._common import (
+    IDENTITY_PREFIX,
+    WaitTracker,
+    build_outcome,
+    identity_labels,
+    resolve_name,
+    restart_details,
+    stamp_identity,
+)
 
 if TYPE_CHECKING:
     from jobset_core.backends.auto import BackendChoice, choose_async_backend, choose_backend
@@ -30,6 +40,9 @@ if TYPE_CHECKING:
     from jobset_core.backends.native import AsyncNativeBackend, NativeBackend
 
 __all__ = [
+    "ANCHOR_LABEL",
+    "ANCHOR_VALUE",
+    "IDENTITY_PREFIX",
     "AsyncBackendProtocol",
     "AsyncControllerBackend",
     "AsyncNativeBackend",
@@ -41,8 +54,14 @@ __all__ = [
     "OnRestart",
     "ProgressCallback",
     "Submission",
+    "WaitTracker",
+    "build_outcome",
     "choose_async_backend",
     "choose_backend",
+    "identity_labels",
+    "resolve_name",
+    "restart_details",
+    "stamp_identity",
 ]
 
 _LAZY = {
