@@ -31,12 +31,20 @@ if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$key" ] && [ -x "$venv/
 fi
 echo "[venv] building .venv/$side (key $key)"
 start=$(date +%s)
-rm -rf "$venv"
-"$uv" venv -q --python "$python" "$venv"
+# Build beside the old environment and swap at the end (a relocatable venv survives the
+# rename), so processes still using the old one are not pulled from under their feet.
+tmp=$venv.tmp-$$
+rm -rf "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+"$uv" venv -q --relocatable --python "$python" "$tmp"
 export UV_CACHE_DIR=$cache/uv-cache
 # Compile bytecode at install time: environments that set PYTHONDONTWRITEBYTECODE would
 # otherwise recompile the Kubernetes clients and Airflow in every process (seconds each).
-"$uv" pip install -q --compile-bytecode --python "$venv/bin/python" -r "$lock"
-"$uv" pip install -q --python "$venv/bin/python" --no-deps -e "$root"
-echo "$key" > "$venv/.stamp"
+"$uv" pip install -q --compile-bytecode --python "$tmp/bin/python" -r "$lock"
+"$uv" pip install -q --python "$tmp/bin/python" --no-deps -e "$root"
+echo "$key" > "$tmp/.stamp"
+old=$venv.old-$$
+[ -e "$venv" ] && mv "$venv" "$old"
+mv "$tmp" "$venv"
+rm -rf "$old"
 echo "[venv] .venv/$side ready in $(( $(date +%s) - start ))s"
