@@ -26,6 +26,7 @@ from typing import Any
 
 from jobset_core.backends import _common as common
 from jobset_core.backends._base import Handle, OnRestart, ProgressCallback, Submission
+from jobset_core.backends._pods import AsyncPodAccess, PodAccess
 from jobset_core.client import (
     AsyncJobSetClient,
     EventType,
@@ -35,7 +36,6 @@ from jobset_core.client import (
     WatchEvent,
 )
 from jobset_core.errors import (
-    ApiError,
     Conflict,
     Forbidden,
     Gone,
@@ -110,8 +110,8 @@ class ControllerBackend:
         self._client = client
         self._validate = validate
         self._gates = dict(feature_gates or {})
-        self._poll = poll_interval
         self._window = watch_window
+        self._access = PodAccess(client, read_jobset=self._get, poll_interval=poll_interval)
 
     # ------------------------------------------------------------------ identity
 
@@ -192,7 +192,7 @@ class ControllerBackend:
         jobset = self._get(handle)
         outcome = common.build_outcome(jobset, self.kind)
         if outcome.phase.terminal:
-            outcome = outcome.model_copy(update={"result": self._result(handle, jobset)})
+            outcome = outcome.model_copy(update={"result": self._access.result(handle, jobset)})
         return outcome
 
     def jobset_status(self, handle: Handle) -> JobSetStatus:
@@ -206,16 +206,6 @@ class ControllerBackend:
             handle.name, {"spec": {"suspend": suspend}}, namespace=handle.namespace
         )
         return common.build_outcome(patched, self.kind)
-
-    def _pods(self, handle: Handle) -> list[dict[str, Any]]:
-        selector = common.jobset_selector(handle.name, handle.uid)
-        return self._client.list_pods(namespace=handle.namespace, label_selector=selector).items
-
-    def _result(self, handle: Handle, jobset: JobSet) -> Any:
-        target = common.log_pod_target(jobset)
-        if target is None:
-            return None
-        return common.termination_result(common.choose_log_pod(self._pods(handle), target))
 
     def _job_failure(self, handle: Handle, job: str | None) -> str:
         if not job:
@@ -378,7 +368,7 @@ class ControllerBackend:
         if verdict.restarted:
             detail = self._job_failure(handle, verdict.failed_job)
             return common.restart_details(verdict.outcome, verdict.jobset, detail)
-        result = self._result(handle, verdict.jobset)
+        result = self._access.result(handle, verdict.jobset)
         return verdict.outcome.model_copy(update={"result": result})
 
     # ------------------------------------------------------------------ cleanup
@@ -401,13 +391,8 @@ class ControllerBackend:
             WaitTimeout: something was still there after ``timeout`` seconds.
         """
         self.cancel(handle)
-        if not wait:
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._leftovers(handle):
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
-            time.sleep(self._poll)
+        if wait:
+            self._access.wait_gone(handle, self._leftovers, timeout)
 
     def _leftovers(self, handle: Handle) -> list[str]:
         ns, selector = handle.namespace, {"jobset.sigs.k8s.io/jobset-name": handle.name}
@@ -437,58 +422,17 @@ class ControllerBackend:
         Raises:
             NotFound: no such pod (without ``follow``).
         """
-        pod = self._log_pod(handle, replicated_job, job_index, pod_index, follow)
-        name = str(pod["metadata"]["name"])
-        container = common.pod_container(pod)
-        while True:
-            try:
-                lines = self._client.stream_pod_log(
-                    name, namespace=handle.namespace, container=container, follow=follow
-                )
-                yield from lines
-                return
-            except ApiError as error:
-                if not follow or error.status != 400:  # 400: the container has not started yet
-                    raise
-            time.sleep(self._poll)
-
-    def _log_pod(
-        self,
-        handle: Handle,
-        replicated_job: str | None,
-        job_index: int,
-        pod_index: int,
-        follow: bool,
-    ) -> Mapping[str, Any]:
-        jobset = None if replicated_job else self._get(handle)
-        target = common.log_pod_target(
-            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
+        yield from self._access.stream_logs(
+            handle,
+            replicated_job=replicated_job,
+            job_index=job_index,
+            pod_index=pod_index,
+            follow=follow,
         )
-        if target is None:
-            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
-        while True:
-            pod = common.choose_log_pod(self._pods(handle), target)
-            if pod is not None:
-                return pod
-            if not follow:
-                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
-            time.sleep(self._poll)
 
     def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
         """The last ``tail_lines`` lines of every failed pod's first container, by pod name."""
-        out: dict[str, str] = {}
-        for pod in common.failed_pods(self._pods(handle)):
-            name = str(pod["metadata"]["name"])
-            try:
-                out[name] = self._client.read_pod_log(
-                    name,
-                    namespace=handle.namespace,
-                    container=common.pod_container(pod),
-                    tail_lines=tail_lines,
-                )
-            except ApiError as error:
-                out[name] = f"<log unavailable: {error}>"
-        return out
+        return self._access.failed_pod_logs(handle, tail_lines=tail_lines)
 
 
 class AsyncControllerBackend:
@@ -509,8 +453,8 @@ class AsyncControllerBackend:
         self._client = client
         self._validate = validate
         self._gates = dict(feature_gates or {})
-        self._poll = poll_interval
         self._window = watch_window
+        self._access = AsyncPodAccess(client, read_jobset=self._get, poll_interval=poll_interval)
 
     # ------------------------------------------------------------------ identity
 
@@ -585,7 +529,9 @@ class AsyncControllerBackend:
         jobset = await self._get(handle)
         outcome = common.build_outcome(jobset, self.kind)
         if outcome.phase.terminal:
-            outcome = outcome.model_copy(update={"result": await self._result(handle, jobset)})
+            outcome = outcome.model_copy(
+                update={"result": await self._access.result(handle, jobset)}
+            )
         return outcome
 
     async def jobset_status(self, handle: Handle) -> JobSetStatus:
@@ -599,17 +545,6 @@ class AsyncControllerBackend:
             handle.name, {"spec": {"suspend": suspend}}, namespace=handle.namespace
         )
         return common.build_outcome(patched, self.kind)
-
-    async def _pods(self, handle: Handle) -> list[dict[str, Any]]:
-        selector = common.jobset_selector(handle.name, handle.uid)
-        listed = await self._client.list_pods(namespace=handle.namespace, label_selector=selector)
-        return listed.items
-
-    async def _result(self, handle: Handle, jobset: JobSet) -> Any:
-        target = common.log_pod_target(jobset)
-        if target is None:
-            return None
-        return common.termination_result(common.choose_log_pod(await self._pods(handle), target))
 
     async def _job_failure(self, handle: Handle, job: str | None) -> str:
         if not job:
@@ -770,7 +705,7 @@ class AsyncControllerBackend:
         if verdict.restarted:
             detail = await self._job_failure(handle, verdict.failed_job)
             return common.restart_details(verdict.outcome, verdict.jobset, detail)
-        result = await self._result(handle, verdict.jobset)
+        result = await self._access.result(handle, verdict.jobset)
         return verdict.outcome.model_copy(update={"result": result})
 
     # ------------------------------------------------------------------ cleanup
@@ -790,13 +725,8 @@ class AsyncControllerBackend:
     ) -> None:
         """See :meth:`ControllerBackend.delete`."""
         await self.cancel(handle)
-        if not wait:
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while await self._leftovers(handle):
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
-            await asyncio.sleep(self._poll)
+        if wait:
+            await self._access.wait_gone(handle, self._leftovers, timeout)
 
     async def _leftovers(self, handle: Handle) -> list[str]:
         ns, selector = handle.namespace, {"jobset.sigs.k8s.io/jobset-name": handle.name}
@@ -821,56 +751,15 @@ class AsyncControllerBackend:
         follow: bool = True,
     ) -> AsyncIterator[str]:
         """See :meth:`ControllerBackend.stream_logs`."""
-        pod = await self._log_pod(handle, replicated_job, job_index, pod_index, follow)
-        name = str(pod["metadata"]["name"])
-        container = common.pod_container(pod)
-        while True:
-            try:
-                lines = self._client.stream_pod_log(
-                    name, namespace=handle.namespace, container=container, follow=follow
-                )
-                async for line in lines:
-                    yield line
-                return
-            except ApiError as error:
-                if not follow or error.status != 400:  # 400: the container has not started yet
-                    raise
-            await asyncio.sleep(self._poll)
-
-    async def _log_pod(
-        self,
-        handle: Handle,
-        replicated_job: str | None,
-        job_index: int,
-        pod_index: int,
-        follow: bool,
-    ) -> Mapping[str, Any]:
-        jobset = None if replicated_job else await self._get(handle)
-        target = common.log_pod_target(
-            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
-        )
-        if target is None:
-            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
-        while True:
-            pod = common.choose_log_pod(await self._pods(handle), target)
-            if pod is not None:
-                return pod
-            if not follow:
-                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
-            await asyncio.sleep(self._poll)
+        async for line in self._access.stream_logs(
+            handle,
+            replicated_job=replicated_job,
+            job_index=job_index,
+            pod_index=pod_index,
+            follow=follow,
+        ):
+            yield line
 
     async def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
         """See :meth:`ControllerBackend.failed_pod_logs`."""
-        out: dict[str, str] = {}
-        for pod in common.failed_pods(await self._pods(handle)):
-            name = str(pod["metadata"]["name"])
-            try:
-                out[name] = await self._client.read_pod_log(
-                    name,
-                    namespace=handle.namespace,
-                    container=common.pod_container(pod),
-                    tail_lines=tail_lines,
-                )
-            except ApiError as error:
-                out[name] = f"<log unavailable: {error}>"
-        return out
+        return await self._access.failed_pod_logs(handle, tail_lines=tail_lines)

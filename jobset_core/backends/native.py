@@ -42,6 +42,7 @@ from jobset_core.backends._anchor import (
 )
 from jobset_core.backends._base import Handle, OnRestart, ProgressCallback, Submission
 from jobset_core.backends._native_exec import NativePass, foreign_job, plan_pass
+from jobset_core.backends._pods import AsyncPodAccess, PodAccess
 from jobset_core.client import AsyncJobSetClient, EventType, JobSetClient, Unreachable
 from jobset_core.errors import (
     ApiError,
@@ -200,8 +201,8 @@ class NativeBackend:
         self._client = client
         self._validate = validate
         self._gates = dict(feature_gates or {})
-        self._poll = poll_interval
         self._window = watch_window
+        self._access = PodAccess(client, read_jobset=self._jobset, poll_interval=poll_interval)
         self._ttl_linger = ttl_linger
         self._placement: Placement = placement
         self._services: set[str] = set()
@@ -275,6 +276,9 @@ class NativeBackend:
         except NotFound:
             raise _gone(handle) from None
         return _anchor_of(obj, handle)
+
+    def _jobset(self, handle: Handle) -> JobSet:
+        return self._read(handle).jobset
 
     def status(self, handle: Handle) -> Outcome:
         """The status last written to the anchor; a finished run carries its result."""
@@ -475,13 +479,8 @@ class NativeBackend:
             WaitTimeout: something was still there after ``timeout`` seconds.
         """
         self.cancel(handle)
-        if not wait:
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._leftovers(handle):
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
-            time.sleep(self._poll)
+        if wait:
+            self._access.wait_gone(handle, self._leftovers, timeout)
 
     def _leftovers(self, handle: Handle) -> list[str]:
         ns, selector = handle.namespace, {labels.JOBSET_NAME: handle.name}
@@ -501,16 +500,8 @@ class NativeBackend:
 
     # ------------------------------------------------------------------ logs and result
 
-    def _pods(self, handle: Handle) -> list[dict[str, Any]]:
-        selector = common.jobset_selector(handle.name, handle.uid)
-        return self._client.list_pods(namespace=handle.namespace, label_selector=selector).items
-
     def _result(self, anchor: Anchor) -> Any:
-        target = common.log_pod_target(anchor.jobset)
-        if target is None:
-            return None
-        pods = self._pods(_handle(anchor))
-        return common.termination_result(common.choose_log_pod(pods, target))
+        return self._access.result(_handle(anchor), anchor.jobset)
 
     def stream_logs(
         self,
@@ -527,58 +518,17 @@ class NativeBackend:
         Raises:
             NotFound: no such pod (without ``follow``).
         """
-        pod = self._log_pod(handle, replicated_job, job_index, pod_index, follow)
-        name = str(pod["metadata"]["name"])
-        container = common.pod_container(pod)
-        while True:
-            try:
-                lines = self._client.stream_pod_log(
-                    name, namespace=handle.namespace, container=container, follow=follow
-                )
-                yield from lines
-                return
-            except ApiError as error:
-                if not follow or error.status != 400:  # 400: the container has not started yet
-                    raise
-            time.sleep(self._poll)
-
-    def _log_pod(
-        self,
-        handle: Handle,
-        replicated_job: str | None,
-        job_index: int,
-        pod_index: int,
-        follow: bool,
-    ) -> Mapping[str, Any]:
-        jobset = None if replicated_job else self._read(handle).jobset
-        target = common.log_pod_target(
-            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
+        yield from self._access.stream_logs(
+            handle,
+            replicated_job=replicated_job,
+            job_index=job_index,
+            pod_index=pod_index,
+            follow=follow,
         )
-        if target is None:
-            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
-        while True:
-            pod = common.choose_log_pod(self._pods(handle), target)
-            if pod is not None:
-                return pod
-            if not follow:
-                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
-            time.sleep(self._poll)
 
     def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
         """The last ``tail_lines`` lines of every failed pod's first container, by pod name."""
-        out: dict[str, str] = {}
-        for pod in common.failed_pods(self._pods(handle)):
-            name = str(pod["metadata"]["name"])
-            try:
-                out[name] = self._client.read_pod_log(
-                    name,
-                    namespace=handle.namespace,
-                    container=common.pod_container(pod),
-                    tail_lines=tail_lines,
-                )
-            except ApiError as error:
-                out[name] = f"<log unavailable: {error}>"
-        return out
+        return self._access.failed_pod_logs(handle, tail_lines=tail_lines)
 
 
 class AsyncNativeBackend:
@@ -614,8 +564,8 @@ class AsyncNativeBackend:
         self._client = client
         self._validate = validate
         self._gates = dict(feature_gates or {})
-        self._poll = poll_interval
         self._window = watch_window
+        self._access = AsyncPodAccess(client, read_jobset=self._jobset, poll_interval=poll_interval)
         self._ttl_linger = ttl_linger
         self._placement: Placement = placement
         self._services: set[str] = set()
@@ -689,6 +639,9 @@ class AsyncNativeBackend:
         except NotFound:
             raise _gone(handle) from None
         return _anchor_of(obj, handle)
+
+    async def _jobset(self, handle: Handle) -> JobSet:
+        return (await self._read(handle)).jobset
 
     async def status(self, handle: Handle) -> Outcome:
         """The status last written to the anchor; a finished run carries its result."""
@@ -899,13 +852,8 @@ class AsyncNativeBackend:
             WaitTimeout: something was still there after ``timeout`` seconds.
         """
         await self.cancel(handle)
-        if not wait:
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while await self._leftovers(handle):
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(handle.namespace, handle.name, timeout or 0.0)
-            await asyncio.sleep(self._poll)
+        if wait:
+            await self._access.wait_gone(handle, self._leftovers, timeout)
 
     async def _leftovers(self, handle: Handle) -> list[str]:
         ns, selector = handle.namespace, {labels.JOBSET_NAME: handle.name}
@@ -925,18 +873,8 @@ class AsyncNativeBackend:
 
     # ------------------------------------------------------------------ logs and result
 
-    async def _pods(self, handle: Handle) -> list[dict[str, Any]]:
-        selector = common.jobset_selector(handle.name, handle.uid)
-        return (
-            await self._client.list_pods(namespace=handle.namespace, label_selector=selector)
-        ).items
-
     async def _result(self, anchor: Anchor) -> Any:
-        target = common.log_pod_target(anchor.jobset)
-        if target is None:
-            return None
-        pods = await self._pods(_handle(anchor))
-        return common.termination_result(common.choose_log_pod(pods, target))
+        return await self._access.result(_handle(anchor), anchor.jobset)
 
     async def stream_logs(
         self,
@@ -953,56 +891,15 @@ class AsyncNativeBackend:
         Raises:
             NotFound: no such pod (without ``follow``).
         """
-        pod = await self._log_pod(handle, replicated_job, job_index, pod_index, follow)
-        name = str(pod["metadata"]["name"])
-        container = common.pod_container(pod)
-        while True:
-            try:
-                lines = self._client.stream_pod_log(
-                    name, namespace=handle.namespace, container=container, follow=follow
-                )
-                async for line in lines:
-                    yield line
-                return
-            except ApiError as error:
-                if not follow or error.status != 400:  # 400: the container has not started yet
-                    raise
-            await asyncio.sleep(self._poll)
-
-    async def _log_pod(
-        self,
-        handle: Handle,
-        replicated_job: str | None,
-        job_index: int,
-        pod_index: int,
-        follow: bool,
-    ) -> Mapping[str, Any]:
-        jobset = None if replicated_job else (await self._read(handle)).jobset
-        target = common.log_pod_target(
-            jobset, replicated_job=replicated_job, job_index=job_index, pod_index=pod_index
-        )
-        if target is None:
-            raise NotFound(404, "NotFound", f"JobSet {handle.name} has no replicated job")
-        while True:
-            pod = common.choose_log_pod(await self._pods(handle), target)
-            if pod is not None:
-                return pod
-            if not follow:
-                raise NotFound(404, "NotFound", f"no pod {target} of JobSet {handle.name}")
-            await asyncio.sleep(self._poll)
+        async for line in self._access.stream_logs(
+            handle,
+            replicated_job=replicated_job,
+            job_index=job_index,
+            pod_index=pod_index,
+            follow=follow,
+        ):
+            yield line
 
     async def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
         """The last ``tail_lines`` lines of every failed pod's first container, by pod name."""
-        out: dict[str, str] = {}
-        for pod in common.failed_pods(await self._pods(handle)):
-            name = str(pod["metadata"]["name"])
-            try:
-                out[name] = await self._client.read_pod_log(
-                    name,
-                    namespace=handle.namespace,
-                    container=common.pod_container(pod),
-                    tail_lines=tail_lines,
-                )
-            except ApiError as error:
-                out[name] = f"<log unavailable: {error}>"
-        return out
+        return await self._access.failed_pod_logs(handle, tail_lines=tail_lines)
