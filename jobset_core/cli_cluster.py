@@ -56,7 +56,7 @@ EXIT_INVALID = 2
 EXIT_TIMEOUT = 3
 
 _BACKENDS = ("auto", "controller", "native")
-_LOG_JOIN_SECONDS = 2.0
+_LOG_JOIN_SECONDS = 10.0  # the stream ends by itself once the container has stopped
 
 
 # --------------------------------------------------------------------------------------------

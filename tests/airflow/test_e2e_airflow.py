@@ -285,7 +285,7 @@ def test_dag_lives_its_whole_life_with_a_retry(
         pods = devcluster.core.list_namespaced_pod(namespace).items
         return not jobsets and not pods
 
-    devcluster.wait_for(everything_gone, 120, interval=2, desc="the killed task's JobSet deleted")
+    devcluster.wait_for(everything_gone, 240, interval=2, desc="the killed task's JobSet deleted")
     said = [
         p for p in home.rglob("*.log") if "task killed by a user" in p.read_text(errors="replace")
     ]
