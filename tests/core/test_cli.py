@@ -218,7 +218,7 @@ def test_render_refuses_invalid_input(tmp_path: Path) -> None:
 
 
 def test_render_placement(tmp_path: Path) -> None:
-    assert set(cli._PLACEMENTS) == set(PLACEMENTS)
+    assert set(cli.local._PLACEMENTS) == set(PLACEMENTS)
     js = jax_multislice("jx", "jax", ["r"], slices=2, hosts_per_slice=1, topology_key="pool")
     path = write(tmp_path, "jx.yaml", js)
     _, webhook, _ = run("render", path)

@@ -1,7 +1,7 @@
 """``jobsetctl run/status/delete/logs`` against the devcluster (controller backend).
 
-Most tests call :func:`jobset_core.cli_cluster.main` in-process with captured streams; the
-kill-and-reattach test runs ``python -m jobset_core.cli_cluster run`` as real processes.
+Most tests call :func:`jobset_core.cli.main` in-process with captured streams; the
+kill-and-reattach test runs ``python -m jobset_core.cli run`` as real processes.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from jobset_core import cli as jobsetctl
-from jobset_core import cli_cluster
 from jobset_core.cli import Command
+from jobset_core.cli import cluster as cli_cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -64,7 +64,7 @@ class Cli:
 
     def __call__(self, command: str, *args: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
-        code = cli_cluster.main(
+        code = jobsetctl.main(
             [command, *args, *self.base], stdout=out, stderr=err, stdin=io.StringIO()
         )
         return code, out.getvalue(), err.getvalue()
@@ -76,7 +76,7 @@ def cli(devcluster: Any, cluster_namespace: str) -> Cli:
 
 
 def test_commands_plug_into_jobsetctl() -> None:
-    commands = cli_cluster.commands()
+    commands = cli_cluster.CLUSTER_COMMANDS
     assert [c.name for c in commands] == ["run", "status", "delete", "logs"]
     assert all(isinstance(c, Command) for c in commands)
     # jobsetctl's table carries them after validate and render, one entry each.
@@ -178,7 +178,7 @@ def test_killed_run_is_reattached_without_duplicate_or_orphan(
     command = [
         sys.executable,
         "-m",
-        "jobset_core.cli_cluster",
+        "jobset_core.cli",
         "run",
         str(path),
         "-n",

@@ -1,6 +1,4 @@
-"""``jobsetctl``: check and render JobSets from the command line.
-
-Subcommands (each a :class:`Command` in :data:`COMMANDS`; a new one is one more entry):
+"""``jobsetctl`` subcommands that need no cluster: ``validate`` and ``render``.
 
 * ``jobsetctl validate FILE...``: every problem of every file, one line each as
   ``FILE: field.path: message``; exit 0 when all are valid, 1 otherwise.
@@ -8,105 +6,24 @@ Subcommands (each a :class:`Command` in :data:`COMMANDS`; a new one is one more 
   Jobs the upstream controller would create, as multi-document YAML.
 
 ``-`` reads standard input. Exit codes: 0 success, 1 invalid input, 2 usage error.
-:func:`main` returns the exit code (the console script passes it to ``sys.exit``); nothing
-here exits the process.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from jobset_core.cli._base import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Command, Streams
 from jobset_core.errors import Problem, SpecError
 
 if TYPE_CHECKING:
     from jobset_core.models import JobSet
 
-__all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "Streams", "main"]
-
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
+__all__ = ["RENDER", "VALIDATE"]
 
 _STDIN = "-"
 _PLACEMENTS = ("webhook", "affinity")  # jobset_core.render.PLACEMENTS (kept lazy)
-
-
-@dataclass(frozen=True)
-class Streams:
-    """Where a command writes: ``out`` for its result, ``err`` for diagnostics."""
-
-    out: TextIO
-    err: TextIO
-    stdin: TextIO
-
-
-@dataclass(frozen=True)
-class Command:
-    """One subcommand.
-
-    Attributes:
-        name: The subcommand's name on the command line.
-        help: One line for ``jobsetctl --help``.
-        configure: Adds the subcommand's arguments to its parser.
-        run: Does the work; returns the exit code.
-    """
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, Streams], int]
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-    stdin: TextIO | None = None,
-) -> int:
-    """Run ``jobsetctl`` with ``argv`` (default: the process arguments); return the exit code.
-
-    Example:
-        >>> main(["validate", "jobset.yaml"])  # doctest: +SKIP
-        0
-    """
-    streams = Streams(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin)
-    parser = _parser()
-    try:
-        with redirect_stdout(streams.out), redirect_stderr(streams.err):
-            args = parser.parse_args(argv)
-    except SystemExit as stop:  # argparse exits on --help (0) and on usage errors (2)
-        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
-    command: Command = args.command
-    return command.run(args, streams)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="jobsetctl",
-        description="Check and render Kubernetes JobSets (jobset.x-k8s.io/v1alpha2).",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in COMMANDS:
-        child = sub.add_parser(command.name, help=command.help, description=command.help)
-        command.configure(child)
-        child.set_defaults(command=command)
-    return parser
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("airflow-provider-jobset")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown"
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,8 +211,3 @@ RENDER = Command(
     configure=_configure_render,
     run=_run_render,
 )
-
-from jobset_core.cli_cluster import commands as _cluster_commands  # noqa: E402
-
-#: Every subcommand, in ``--help`` order (cluster commands import their clients lazily).
-COMMANDS: tuple[Command, ...] = (VALIDATE, RENDER, *_cluster_commands())

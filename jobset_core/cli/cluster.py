@@ -18,42 +18,35 @@ or ``~/.kube/config``, else the in-cluster service account
 (plus any ``--identity KEY=VALUE``), so running the same file again, e.g. after the first
 process was killed, reattaches to the same JobSet instead of creating a second one.
 
-The commands plug into :mod:`jobset_core.cli` through :func:`commands` (or
-:func:`register` for a plain ``argparse`` sub-parser set); ``python -m
-jobset_core.cli_cluster`` runs them on their own. Nothing here exits the process.
+:data:`CLUSTER_COMMANDS` is what :mod:`jobset_core.cli` adds to its table. Nothing here exits
+the process.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
+
+from jobset_core.cli._base import (
+    EXIT_COMPLETED,
+    EXIT_FAILED,
+    EXIT_TIMEOUT,
+    Command,
+    Streams,
+)
+from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
 if TYPE_CHECKING:
     from jobset_core.backends import BackendProtocol, Handle
-    from jobset_core.cli import Command, Streams
     from jobset_core.client import JobSetClient
     from jobset_core.models import JobSet
     from jobset_core.outcome import Outcome
 
-__all__ = [
-    "EXIT_COMPLETED",
-    "EXIT_FAILED",
-    "EXIT_INVALID",
-    "EXIT_TIMEOUT",
-    "commands",
-    "main",
-    "register",
-]
-
-EXIT_COMPLETED = 0
-EXIT_FAILED = 1
-EXIT_INVALID = 2
-EXIT_TIMEOUT = 3
+__all__ = ["CLUSTER_COMMANDS"]
 
 _BACKENDS = ("auto", "controller", "native")
 _LOG_JOIN_SECONDS = 10.0  # the stream ends by itself once the container has stopped
@@ -335,50 +328,8 @@ _TABLE: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Any], .
 )
 
 
-def commands() -> tuple[Command, ...]:
-    """The cluster subcommands as :class:`jobset_core.cli.Command` entries.
-
-    ``jobset_core.cli`` adds them with ``COMMANDS = (VALIDATE, RENDER, *commands())``.
-    """
-    from jobset_core.cli import Command
-
-    return tuple(
-        Command(name=name, help=text, configure=configure, run=_guard(name, work))
-        for name, text, configure, work in _TABLE
-    )
-
-
-def register(subparsers: Any) -> None:
-    """Add the cluster subcommands to an ``argparse`` sub-parser set; each parser's
-    ``command`` default is a :class:`jobset_core.cli.Command` (call ``command.run(args,
-    streams)``)."""
-    for command in commands():
-        child = subparsers.add_parser(command.name, help=command.help, description=command.help)
-        command.configure(child)
-        child.set_defaults(command=command)
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-    stdin: TextIO | None = None,
-) -> int:
-    """Run the cluster subcommands on their own; return the exit code."""
-    from jobset_core.cli import Streams
-
-    streams = Streams(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin)
-    parser = argparse.ArgumentParser(prog="jobsetctl", description="Run JobSets on a cluster.")
-    register(parser.add_subparsers(title="commands", metavar="COMMAND", required=True))
-    try:
-        with redirect_stdout(streams.out), redirect_stderr(streams.err):
-            args = parser.parse_args(argv)
-    except SystemExit as stop:
-        return stop.code if isinstance(stop.code, int) else EXIT_INVALID
-    command: Command = args.command
-    return command.run(args, streams)
-
-
-if __name__ == "__main__":  # pragma: no cover - python -m jobset_core.cli_cluster
-    sys.exit(main())
+#: The cluster subcommands, as :class:`~jobset_core.cli._base.Command` entries.
+CLUSTER_COMMANDS: tuple[Command, ...] = tuple(
+    Command(name=name, help=text, configure=configure, run=_guard(name, work))
+    for name, text, configure, work in _TABLE
+)

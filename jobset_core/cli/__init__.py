@@ -1,0 +1,95 @@
+"""``jobsetctl``: check, render and run JobSets from the command line.
+
+Subcommands (each a :class:`Command` in :data:`COMMANDS`; a new one is one more entry):
+``validate`` and ``render`` (:mod:`.local`, no cluster needed), ``run``, ``status``,
+``delete`` and ``logs`` (:mod:`.cluster`, clients imported on first use).
+
+:func:`main` returns the exit code (the console script passes it to ``sys.exit``); nothing
+here exits the process. ``python -m jobset_core.cli`` runs it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
+from typing import TextIO
+
+from jobset_core.cli._base import (
+    EXIT_COMPLETED,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_RUN_INVALID,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    Command,
+    Streams,
+)
+from jobset_core.cli.cluster import CLUSTER_COMMANDS
+from jobset_core.cli.local import RENDER, VALIDATE
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_COMPLETED",
+    "EXIT_FAILED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_RUN_INVALID",
+    "EXIT_TIMEOUT",
+    "EXIT_USAGE",
+    "Command",
+    "Streams",
+    "main",
+]
+
+#: Every subcommand, in ``--help`` order.
+COMMANDS: tuple[Command, ...] = (VALIDATE, RENDER, *CLUSTER_COMMANDS)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
+) -> int:
+    """Run ``jobsetctl`` with ``argv`` (default: the process arguments); return the exit code.
+
+    Example:
+        >>> main(["validate", "jobset.yaml"])  # doctest: +SKIP
+        0
+    """
+    streams = Streams(stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin)
+    parser = _parser()
+    try:
+        with redirect_stdout(streams.out), redirect_stderr(streams.err):
+            args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse exits on --help (0) and on usage errors (2)
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    command: Command = args.command
+    return command.run(args, streams)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jobsetctl",
+        description="Check, render and run Kubernetes JobSets (jobset.x-k8s.io/v1alpha2).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        child = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(child)
+        child.set_defaults(command=command)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("airflow-provider-jobset")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"

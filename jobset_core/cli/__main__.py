@@ -1,0 +1,7 @@
+"""``python -m jobset_core.cli``: the same as the ``jobsetctl`` console script."""
+
+import sys
+
+from jobset_core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,61 @@
+"""What every ``jobsetctl`` subcommand is made of: its streams, its table entry, exit codes.
+
+Both halves of the CLI (:mod:`.local`, :mod:`.cluster`) import from here and never from each
+other or from the package, so the package can assemble them without an import cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+__all__ = [
+    "EXIT_COMPLETED",
+    "EXIT_FAILED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_RUN_INVALID",
+    "EXIT_TIMEOUT",
+    "EXIT_USAGE",
+    "Command",
+    "Streams",
+]
+
+#: ``validate`` / ``render``: success, invalid input, usage error.
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+#: ``run`` / ``status`` / ``delete`` / ``logs``: completed, failed (or an error from the
+#: cluster), invalid input, timeout.
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_RUN_INVALID = 2
+EXIT_TIMEOUT = 3
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Where a command writes: ``out`` for its result, ``err`` for diagnostics."""
+
+    out: TextIO
+    err: TextIO
+    stdin: TextIO
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand.
+
+    Attributes:
+        name: The subcommand's name on the command line.
+        help: One line for ``jobsetctl --help``.
+        configure: Adds the subcommand's arguments to its parser.
+        run: Does the work; returns the exit code.
+    """
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Streams], int]
