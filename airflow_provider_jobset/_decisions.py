@@ -1,82 +1,18 @@
-"""What the operator does with an outcome, decided without I/O (pure functions).
+"""Airflow-only decisions, without I/O (pure functions): how many retries a JobSet task
+needs, and when its try must end.
 
-The operator's shell (``operators.py``) performs the effects: returning the result, raising a
-retryable error when the JobSet restarted, failing without retry when it failed for good,
-deleting it according to the delete policy.
+How a run ends (its verdict, the delete policy) is decided by the core
+(:mod:`jobset_core.lifecycle`), the same for every way in.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Literal
 
 from jobset_core.models import JobSet
-from jobset_core.outcome import Outcome, Phase
 
-__all__ = [
-    "DeletePolicy",
-    "RetriesPlan",
-    "Verdict",
-    "deadline",
-    "judge",
-    "plan_retries",
-    "should_delete",
-]
-
-DeletePolicy = Literal["always", "on_success", "never"]
-DELETE_POLICIES: tuple[DeletePolicy, ...] = ("always", "on_success", "never")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """How a try ends.
-
-    Attributes:
-        kind: ``success`` (return the result), ``retry`` (the JobSet restarted: end the try
-            with a retryable error, the next try reattaches), ``fail`` (terminal failure: no
-            retry), ``wait`` (not finished: keep waiting).
-        message: What to tell the user.
-    """
-
-    kind: Literal["success", "retry", "fail", "wait"]
-    message: str = ""
-
-
-def _failed_job(outcome: Outcome) -> str:
-    return f" (failed child Job: {outcome.failed_job})" if outcome.failed_job else ""
-
-
-def judge(outcome: Outcome) -> Verdict:
-    """Turn an outcome into the end of a try."""
-    where = f"JobSet {outcome.namespace}/{outcome.name}"
-    if outcome.terminal_state == "Completed":
-        return Verdict("success", f"{where} completed ({outcome.reason or 'Completed'})")
-    if outcome.terminal_state == "Failed":
-        reason = outcome.reason or "Failed"
-        detail = f": {outcome.message}" if outcome.message else ""
-        return Verdict("fail", f"{where} failed for good: {reason}{detail}{_failed_job(outcome)}")
-    if outcome.phase is Phase.RESTARTING:
-        reason = outcome.reason or "RestartJobSet"
-        detail = f": {outcome.message}" if outcome.message else ""
-        return Verdict(
-            "retry",
-            f"{where} is restarting (restart {outcome.restarts}){_failed_job(outcome)}, "
-            f"{reason}{detail}; the next try continues with the restarted JobSet",
-        )
-    return Verdict("wait", f"{where} is {outcome.phase.value}")
-
-
-def should_delete(policy: DeletePolicy, verdict: Verdict) -> bool:
-    """Whether to delete the JobSet once its try has ended this way.
-
-    A restart (``retry``) never deletes: the next try continues with the same JobSet.
-    """
-    if verdict.kind in ("retry", "wait"):
-        return False
-    if policy == "always":
-        return True
-    return policy == "on_success" and verdict.kind == "success"
+__all__ = ["RetriesPlan", "deadline", "max_restarts", "plan_retries"]
 
 
 @dataclass(frozen=True)

@@ -1,35 +1,47 @@
-"""How a JobSet task ends badly, as exception types a retry policy can match.
+"""How a JobSet task ends badly: the core's errors, and what Airflow does with each.
 
-=========================  =============================================  ==============
-exception                  when                                           retried?
-=========================  =============================================  ==============
-``JobSetRestarting``       the JobSet restarted: the try ends, the next   yes
-                           try continues with the same, restarting JobSet
-``JobSetTimeout``          the timeout / deadline passed (JobSet deleted)  yes
-``JobSetGone``             the JobSet was deleted or replaced meanwhile    yes
-``JobSetFailed``           terminal ``Failed`` (FailJobSet,                never
-                           ReachedMaxRestarts), or an invalid spec
-=========================  =============================================  ==============
+The operator raises the core's own error for how the run ended
+(:mod:`jobset_core.errors`), so a callback or a retry policy can tell them apart. Errors that
+must never be retried are wrapped in an ``AirflowFailException`` (their ``__cause__`` is the
+core's error), so that Airflow versions without retry policies fail them too.
+
+===========================  ============================================  ================
+error                        when                                          retried?
+===========================  ============================================  ================
+``JobSetRestarting``         the JobSet restarted: the try ends, the next  yes (at once on
+                             try continues with the same JobSet            Airflow 3.3+)
+``WaitTimeout``              ``timeout`` / ``execution_timeout`` passed    yes
+``JobSetGone``               the JobSet was deleted or replaced meanwhile  yes
+``CreationFailed``           a child object cannot be created              yes
+``JobSetFailed``             terminal ``Failed`` (FailJobSet,              never (wrapped)
+                             ReachedMaxRestarts)
+``SpecError``                the JobSet is invalid (nothing was created)   never (wrapped)
+``IdentityMismatch``         its name belongs to another run               never (wrapped)
+===========================  ============================================  ================
 """
 
 from __future__ import annotations
 
-from airflow_provider_jobset._compat import AirflowException, AirflowFailException
+from jobset_core.errors import (
+    CreationFailed,
+    IdentityMismatch,
+    JobSetFailed,
+    JobSetGone,
+    JobSetRestarting,
+    SpecError,
+    WaitTimeout,
+)
 
-__all__ = ["JobSetFailed", "JobSetGone", "JobSetRestarting", "JobSetTimeout"]
+__all__ = [
+    "NEVER_RETRIED",
+    "CreationFailed",
+    "IdentityMismatch",
+    "JobSetFailed",
+    "JobSetGone",
+    "JobSetRestarting",
+    "SpecError",
+    "WaitTimeout",
+]
 
-
-class JobSetRestarting(AirflowException):
-    """The JobSet restarted; the next try reattaches to it (retryable)."""
-
-
-class JobSetTimeout(AirflowException):
-    """The deadline passed before the JobSet finished; it was deleted (retryable)."""
-
-
-class JobSetGone(AirflowException):
-    """The JobSet disappeared or was replaced by a namesake while we waited (retryable)."""
-
-
-class JobSetFailed(AirflowFailException):
-    """The JobSet failed for good, or its spec is invalid: no retry."""
+#: Errors the operator wraps in ``AirflowFailException``: no retry can help.
+NEVER_RETRIED: tuple[type[Exception], ...] = (JobSetFailed, SpecError, IdentityMismatch)

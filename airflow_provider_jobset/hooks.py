@@ -17,29 +17,28 @@ extra                  meaning
 With neither, the usual order applies (``$KUBECONFIG`` / ``~/.kube/config``, then in-cluster).
 A missing connection counts as an empty one, like the cncf provider does.
 
-The hook never imports a Kubernetes client until a client is asked for; the async methods
-read the connection through Airflow's async accessors so they never block a triggerer's loop.
+The hook only reads the connection into the core's :class:`~jobset_core.client.ClientSettings`;
+the core's one client, observer and lifecycle do the rest (:mod:`jobset_core.lifecycle`). It
+never imports a Kubernetes client; :meth:`JobSetHook.aget_config` reads the connection through
+Airflow's async accessors so it never blocks a triggerer's loop.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from airflow_provider_jobset._compat import AirflowNotFoundException, BaseHook
 
 if TYPE_CHECKING:
-    from jobset_core.backends._base import AsyncBackendProtocol, BackendProtocol
-    from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
+    from jobset_core.client import ClientSettings
 
-__all__ = ["BackendChoice", "ConnectionConfig", "JobSetHook", "config_from_extras"]
+__all__ = ["ConnectionConfig", "JobSetHook", "config_from_extras"]
 
-BackendChoice = Literal["auto", "controller", "native"]
 _PREFIX = "extra__kubernetes__"
 
 
@@ -99,14 +98,6 @@ class ConnectionConfig:
             kubeconfig=self.kubeconfig,
             context=self.context,
             in_cluster=self.in_cluster,
-        )
-
-    def key(self) -> str:
-        """A stable key of where this connects (for sharing one client per cluster)."""
-        return json.dumps(
-            [self.kubeconfig_path, self.kubeconfig, self.context, self.in_cluster],
-            sort_keys=True,
-            default=str,
         )
 
 
@@ -233,46 +224,19 @@ class JobSetHook(BaseHook):
 
     # ------------------------------------------------------------------ clients
 
-    def get_client(self) -> JobSetClient:
-        """A new synchronous client (close it when done)."""
-        from jobset_core.client import JobSetClient
-
-        return JobSetClient(self.get_config().client_settings())
-
-    async def aget_client(self) -> AsyncJobSetClient:
-        """A new asynchronous client (``aclose`` it when done)."""
-        from jobset_core.client import AsyncJobSetClient
-
-        return AsyncJobSetClient((await self.aget_config()).client_settings())
-
-    @contextmanager
-    def backend(
-        self, kind: BackendChoice | str = "auto", *, poll_interval: float | None = None
-    ) -> Iterator[BackendProtocol]:
-        """A synchronous backend over a new client, closed on exit; ``auto`` picks the
-        controller when the cluster serves the JobSet API, else the native backend."""
-        from airflow_provider_jobset._backends import sync_backend
-
-        with self.get_client() as client:
-            yield sync_backend(client, kind, poll_interval=poll_interval)
-
-    @asynccontextmanager
-    async def abackend(
-        self, kind: BackendChoice | str = "auto", *, poll_interval: float | None = None
-    ) -> AsyncIterator[AsyncBackendProtocol]:
-        """The asynchronous twin of :meth:`backend`."""
-        from airflow_provider_jobset._backends import async_backend
-
-        async with await self.aget_client() as client:
-            yield await async_backend(client, kind, poll_interval=poll_interval)
-
     def test_connection(self) -> tuple[bool, str]:
         """Whether the cluster answers, and whether it serves the JobSet API."""
+        from jobset_core.blocking import run
+        from jobset_core.client import Client
+
+        async def served() -> bool:
+            async with Client(self.get_config().client_settings()) as client:
+                return await client.jobset_api_served()
+
         try:
-            with self.get_client() as client:
-                served = client.jobset_api_served()
+            available = run(served)
         except Exception as err:  # the UI shows any failure as text
             return False, str(err)
-        if served:
+        if available:
             return True, "connected; the JobSet API (jobset.x-k8s.io/v1alpha2) is served"
         return True, "connected; the JobSet API is not served: the native backend will be used"

@@ -1,58 +1,70 @@
 """``JobSetOperator``: run a Kubernetes JobSet as an Airflow task.
 
-The operator is a thin shell: the JobSet is loaded and validated by :mod:`jobset_core`, named
-and labelled for its task instance (:mod:`._identity`), submitted through a backend (which
-adopts the JobSet of an earlier try instead of creating a second one), and waited for in the
-worker or, deferrable, in the triggerer (:class:`~.triggers.JobSetTrigger`). How a try ends is
-decided by :func:`._decisions.judge`: the result on success, a retryable
-:class:`~.exceptions.JobSetRestarting` when the JobSet restarted (the next try reattaches),
-:class:`~.exceptions.JobSetFailed` (no retry) when it failed for good.
+The operator is a thin shell over the core's one lifecycle (:class:`jobset_core.lifecycle.Run`):
+the JobSet is loaded and validated by :mod:`jobset_core`, named and labelled for its task
+instance (:mod:`._identity`), then
+
+* worker mode: submitted (or adopted: an earlier try's JobSet is never duplicated), waited for
+  and finished in one call, through the core's blocking façade;
+* deferrable: submitted here, waited for by :class:`~.triggers.JobSetTrigger` in the triggerer
+  with the same wait, and finished in :meth:`JobSetOperator.execute_complete`.
+
+Both end with the same :class:`~jobset_core.lifecycle.Verdict`, mapped here to Airflow: the
+result on success, the core's error otherwise (see :mod:`.exceptions` for which are retried).
 
 Importing this module imports no Kubernetes client.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import threading
+import functools
+import time
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset import _decisions
 from airflow_provider_jobset._compat import (
     AIRFLOW_V_3_3_PLUS,
+    AirflowFailException,
     BaseOperator,
     default_deferrable,
     task_state_store,
 )
-from airflow_provider_jobset._decisions import DELETE_POLICIES, DeletePolicy, Verdict
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
-from airflow_provider_jobset.events import JobSetEvent
-from airflow_provider_jobset.exceptions import (
-    JobSetFailed,
-    JobSetGone,
-    JobSetRestarting,
-    JobSetTimeout,
-)
-from airflow_provider_jobset.hooks import BackendChoice, JobSetHook
+from airflow_provider_jobset.exceptions import NEVER_RETRIED
+from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
-from jobset_core.errors import JobSetError, SpecError
+from jobset_core.backends import BACKEND_CHOICES, BackendChoice
+from jobset_core.errors import JobSetGone, SpecError
+from jobset_core.lifecycle import (
+    DELETE_POLICIES,
+    DeletePolicy,
+    Finished,
+    Handle,
+    LogLine,
+    LogTarget,
+    Submission,
+    Verdict,
+    WaitRules,
+    error_for,
+)
 from jobset_core.models import JobSet, dump_yaml, load_jobset
-from jobset_core.outcome import Outcome
+from jobset_core.outcome import Backend
 
 if TYPE_CHECKING:
-    from jobset_core.backends._base import BackendProtocol, Handle
+    from jobset_core.lifecycle import Run
 
 __all__ = ["JobSetOperator", "JobSetRetriesWarning", "default_retry_policy"]
+
+T = TypeVar("T")
 
 #: Task state store key of the JobSet a task instance runs (Airflow 3.3+).
 STATE_KEY = "jobset"
 XCOM_OUTCOME = "jobset_outcome"
 XCOM_BACKEND = "jobset_backend"
 _DEFER_GRACE = _dt.timedelta(seconds=60)
-_RECREATE_WAIT = 120.0
 
 
 class JobSetRetriesWarning(UserWarning):
@@ -69,13 +81,13 @@ def default_retry_policy() -> Any:
     return ExceptionRetryPolicy(
         rules=[
             RetryRule(
-                exception="airflow_provider_jobset.exceptions.JobSetRestarting",
+                exception="jobset_core.errors.JobSetRestarting",
                 action=RetryAction.RETRY,
                 retry_delay=_dt.timedelta(seconds=1),
                 reason="the JobSet restarted: the next try continues with it",
             ),
             RetryRule(
-                exception="airflow_provider_jobset.exceptions.JobSetFailed",
+                exception="jobset_core.errors.JobSetFailed",
                 action=RetryAction.FAIL,
                 reason="the JobSet failed for good",
             ),
@@ -115,11 +127,14 @@ class JobSetOperator(BaseOperator):
         cluster_context: A kubeconfig context (overrides the connection).
         in_cluster: Use the pod's service account (overrides the connection).
         deferrable: Wait in the triggerer (default: ``[operators] default_deferrable``).
-        timeout: Longest wait for the JobSet per try; also enforced while deferred. The
-            JobSet is deleted when it passes. ``execution_timeout`` is enforced the same way.
-        delete_policy: Delete the JobSet when the task ends: ``always``, ``on_success``
-            (default: keep failed ones for inspection) or ``never``. A restart never deletes.
-        stream_logs: Follow one pod's log into the task log while waiting (not deferrable).
+        timeout: Longest wait for the JobSet per try; also enforced while deferred.
+            ``execution_timeout`` is enforced the same way.
+        delete_policy: Delete the JobSet when the task ends: ``on_success`` (default: a
+            completed run, and one the try gave up on; failed ones are kept for inspection),
+            ``on_timeout`` (only what the try gave up on), ``always`` or ``never``. A restart
+            never deletes: the next try continues with the same JobSet.
+        stream_logs: Follow one pod's log into the task log while waiting (worker mode); in
+            deferrable mode its log is shown when the task resumes.
         log_replicated_job: The replicated job of the pod whose log is shown (default: the
             coordinator, else the first pod of the first replicated job).
         log_job_index: The Job index of that pod.
@@ -128,7 +143,6 @@ class JobSetOperator(BaseOperator):
         link_template: URL template of the extra link (``{namespace}``, ``{name}``,
             ``{uid}``); default ``[jobset] link_template``.
         delete_on_kill: Delete the JobSet when the task is killed (``on_kill``, trigger kill).
-        poll_interval: Native backend: longest quiet time between two reconcile passes.
         retries: Task retries. Unset: ``failurePolicy.maxRestarts`` (each restart ends a try).
         **kwargs: Other ``BaseOperator`` arguments.
     """
@@ -160,11 +174,10 @@ class JobSetOperator(BaseOperator):
         failed_pod_log_lines: int = 50,
         link_template: str | None = None,
         delete_on_kill: bool = True,
-        poll_interval: float = 5.0,
         retries: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if backend not in ("auto", "controller", "native"):
+        if backend not in BACKEND_CHOICES:
             raise ValueError(f"backend must be 'auto', 'controller' or 'native', not {backend!r}")
         if delete_policy not in DELETE_POLICIES:
             raise ValueError(
@@ -199,14 +212,13 @@ class JobSetOperator(BaseOperator):
         self.failed_pod_log_lines = failed_pod_log_lines
         self.link_template = link_template
         self.delete_on_kill = delete_on_kill
-        self.poll_interval = poll_interval
         self._handle: Handle | None = None
 
     # ------------------------------------------------------------------ spec
 
-    @property
+    @functools.cached_property
     def hook(self) -> JobSetHook:
-        """The hook over the task's connection."""
+        """The hook over the task's connection (built once per task)."""
         return JobSetHook(
             self.kubernetes_conn_id,
             config_file=self.config_file,
@@ -216,10 +228,11 @@ class JobSetOperator(BaseOperator):
         )
 
     def prepare_jobset(self, identity: TaskIdentity, namespace: str) -> JobSet:
-        """The JobSet as it will be created: loaded, named, labelled and validated.
+        """The JobSet as it will be created: loaded, named, labelled and validated (the one
+        validation of a try: the backend does not check it again).
 
         Raises:
-            JobSetFailed: the spec is invalid (every problem with its field path).
+            AirflowFailException: the spec is invalid (every problem with its field path).
         """
         from jobset_core.backends import stamp_identity
         from jobset_core.validation import ensure_valid
@@ -240,7 +253,7 @@ class JobSetOperator(BaseOperator):
             )
             return ensure_valid(named)
         except SpecError as err:
-            raise JobSetFailed(f"invalid JobSet (nothing was created):\n{err}") from err
+            raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
 
     def dry_run(self) -> None:
         """Print the JobSet that would be created (for a placeholder run id)."""
@@ -248,6 +261,37 @@ class JobSetOperator(BaseOperator):
         namespace = self.namespace or "default"
         jobset = self.prepare_jobset(identity, namespace)
         print(dump_yaml(jobset))
+
+    # ------------------------------------------------------------------ the core, here
+
+    def _in_core(self, work: Callable[[Run], Awaitable[T]]) -> T:
+        """Run ``work`` on the core's lifecycle, in this process (the blocking façade)."""
+        from jobset_core.blocking import run
+
+        settings = self.hook.get_config().client_settings()
+
+        async def main() -> T:
+            from jobset_core.client import Client
+            from jobset_core.lifecycle import Run
+            from jobset_core.observe import Observer
+
+            async with Client(settings) as client:
+                observer = Observer(client, scope="run")
+                try:
+                    return await work(Run(observer, validate=False))
+                finally:
+                    await observer.aclose()
+
+        return run(main)
+
+    def _log_progress(self, name: str) -> Callable[[Any], None]:
+        return lambda progress: self.log.info("JobSet %s %s", name, progress.line())
+
+    def _log_line(self, line: LogLine) -> None:
+        self.log.info("[pod %s] %s", line.pod, line.text)
+
+    def _log_target(self) -> LogTarget:
+        return LogTarget(self.log_replicated_job, self.log_job_index, self.log_pod_index)
 
     # ------------------------------------------------------------------ execute
 
@@ -259,36 +303,50 @@ class JobSetOperator(BaseOperator):
         namespace = self.namespace or self._spec_namespace() or hook.default_namespace()
         jobset = self.prepare_jobset(identity, namespace)
         store = task_state_store(context)
-        with hook.backend(self.backend, poll_interval=self.poll_interval) as backend:
-            handle = self._submit(backend, jobset, namespace, identity, store)
-            self._handle = handle
-            ti.xcom_push(key=XCOM_NAME, value=handle.name)
-            ti.xcom_push(key=XCOM_NAMESPACE, value=handle.namespace)
-            ti.xcom_push(key=XCOM_UID, value=handle.uid)
-            ti.xcom_push(key=XCOM_BACKEND, value=handle.backend)
-            snapshot = backend.status(handle)
-            self.log.info(
-                "JobSet %s/%s (uid %s, %s backend) is %s, restarts=%d, try %s",
-                handle.namespace,
-                handle.name,
-                handle.uid,
-                handle.backend,
-                snapshot.phase.value,
-                snapshot.restarts,
-                getattr(ti, "try_number", "?"),
+        expected_uid, stale = self._record(store, jobset.name)
+        ends = _decisions.deadline(
+            _dt.datetime.now(_dt.timezone.utc),
+            self.timeout,
+            self.execution_timeout,
+            getattr(ti, "start_date", None),
+        )
+        deadline = ends.timestamp() if ends is not None else None
+        budget = None if deadline is None else max(0.0, deadline - time.time())
+
+        async def run_here(run: Run) -> tuple[Submission, Finished | None]:
+            if stale is not None:
+                self.log.info(
+                    "an earlier try finished JobSet %s/%s: deleting it to run afresh",
+                    stale.namespace,
+                    stale.name,
+                )
+                await run.delete(stale, wait=True, timeout=120.0)
+            submission = await run.submit(
+                jobset,
+                namespace=namespace,
+                identity=identity.identity(),
+                expected_uid=expected_uid,
+                backend=self.backend,
             )
-            if snapshot.phase.terminal:
-                return self._finish(context, backend, handle, snapshot)
-            ends = _decisions.deadline(
-                _dt.datetime.now(_dt.timezone.utc),
-                self.timeout,
-                self.execution_timeout,
-                getattr(ti, "start_date", None),
+            self._submitted(context, store, submission)
+            if self.deferrable and not submission.outcome.phase.terminal:
+                return submission, None
+            verdict = await run.wait(
+                submission.handle,
+                deadline=deadline,
+                rules=WaitRules(on_restart="return", budget=budget),
+                on_progress=self._log_progress(submission.handle.name),
+                logs=self._log_target() if self.stream_logs else None,
+                on_log=self._log_line,
+                submission=submission,
             )
-            if self.deferrable:
-                self._defer(handle, snapshot, ends)
-            outcome = self._wait(backend, handle, ends)
-            return self._finish(context, backend, handle, outcome)
+            return submission, await self._finish(run, submission.handle, verdict)
+
+        submission, finished = self._in_core(run_here)
+        if finished is None:
+            self._defer(submission, ends, budget)
+        assert finished is not None
+        return self._conclude(context, finished)
 
     def _spec_namespace(self) -> str | None:
         parsed = _parse_time_source(self.jobset)
@@ -299,63 +357,56 @@ class JobSetOperator(BaseOperator):
                 return None
         return parsed.metadata.namespace
 
-    def _submit(
-        self,
-        backend: BackendProtocol,
-        jobset: JobSet,
-        namespace: str,
-        identity: TaskIdentity,
-        store: Any,
-    ) -> Handle:
-        """Create the JobSet, or adopt the one an earlier try created (same name, labels and
-        UID); after a try that already reported a terminal outcome, start afresh."""
+    def _record(self, store: Any, name: str) -> tuple[str | None, Handle | None]:
+        """What the task state store says of an earlier try: the UID to adopt, or a finished
+        run to delete first (a new try after a terminal one starts afresh)."""
         record = store.get(STATE_KEY) if store is not None else None
-        expected_uid = None
-        if isinstance(record, dict) and record.get("name") == jobset.name:
-            if record.get("finished"):
-                self._remove_finished(backend, record)
-            else:
-                expected_uid = record.get("uid") or None
-        try:
-            submission = backend.submit(
-                jobset,
-                namespace=namespace,
-                identity=identity.identity(),
-                expected_uid=expected_uid,
-            )
-        except SpecError as err:
-            raise JobSetFailed(f"invalid JobSet (nothing was created):\n{err}") from err
+        if not isinstance(record, dict) or record.get("name") != name:
+            return None, None
+        if record.get("finished"):
+            kind: Backend = "native" if record.get("backend") == "native" else "controller"
+            return None, Handle(record["name"], record["namespace"], record.get("uid", ""), kind)
+        return record.get("uid") or None, None
+
+    def _submitted(self, context: Any, store: Any, submission: Submission) -> None:
         handle = submission.handle
+        self._handle = handle
+        ti = context["ti"]
         verb = "created" if submission.created else "reattached to"
-        self.log.info("%s JobSet %s/%s (uid %s)", verb, handle.namespace, handle.name, handle.uid)
-        if store is not None:
-            store.set(
-                STATE_KEY,
-                {
-                    "name": handle.name,
-                    "namespace": handle.namespace,
-                    "uid": handle.uid,
-                    "backend": handle.backend,
-                },
-            )
-        return handle
-
-    def _remove_finished(self, backend: BackendProtocol, record: Mapping[str, Any]) -> None:
-        from jobset_core.backends._base import Handle
-        from jobset_core.errors import NotFound
-
-        old = Handle(record["name"], record["namespace"], record.get("uid", ""), backend.kind)
         self.log.info(
-            "an earlier try finished JobSet %s/%s: deleting it to run afresh",
-            old.namespace,
-            old.name,
+            "%s JobSet %s/%s (uid %s, %s backend): %s, restarts=%d, try %s",
+            verb,
+            handle.namespace,
+            handle.name,
+            handle.uid,
+            handle.backend,
+            submission.outcome.phase.value,
+            submission.outcome.restarts,
+            getattr(ti, "try_number", "?"),
         )
-        with contextlib.suppress(NotFound):
-            backend.delete(old, wait=True, timeout=_RECREATE_WAIT)
+        ti.xcom_push(key=XCOM_NAME, value=handle.name)
+        ti.xcom_push(key=XCOM_NAMESPACE, value=handle.namespace)
+        ti.xcom_push(key=XCOM_UID, value=handle.uid)
+        ti.xcom_push(key=XCOM_BACKEND, value=handle.backend)
+        self._store(store, handle, finished=False)
 
-    def _defer(self, handle: Handle, snapshot: Outcome, ends: _dt.datetime | None) -> None:
+    def _store(self, store: Any, handle: Handle, *, finished: bool) -> None:
+        if store is None:
+            return
+        record = {
+            "name": handle.name,
+            "namespace": handle.namespace,
+            "uid": handle.uid,
+            "backend": handle.backend,
+        }
+        store.set(STATE_KEY, {**record, "finished": True} if finished else record)
+
+    def _defer(
+        self, submission: Submission, ends: _dt.datetime | None, budget: float | None
+    ) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
 
+        handle = submission.handle
         timeout = None
         if ends is not None:
             timeout = max(ends - _dt.datetime.now(_dt.timezone.utc), _dt.timedelta(0))
@@ -372,179 +423,85 @@ class JobSetOperator(BaseOperator):
                 in_cluster=self.in_cluster,
                 deadline=ends.timestamp() if ends is not None else None,
                 on_restart="return",
-                restarts=snapshot.restarts,
+                restarts=submission.outcome.restarts,
                 delete_on_kill=self.delete_on_kill,
-                poll_interval=self.poll_interval,
+                timeout_seconds=budget,
             ),
             method_name="execute_complete",
             timeout=timeout,
         )
 
-    def _wait(self, backend: BackendProtocol, handle: Handle, ends: _dt.datetime | None) -> Outcome:
-        from jobset_core.errors import WaitTimeout
-
-        stop = threading.Event()
-        follower = self._follow_logs(handle, stop) if self.stream_logs else None
-        try:
-            remaining = None
-            if ends is not None:
-                remaining = max((ends - _dt.datetime.now(_dt.timezone.utc)).total_seconds(), 0.0)
-            return backend.wait(
-                handle,
-                timeout=remaining,
-                on_progress=lambda p: self.log.info("JobSet %s %s", handle.name, p.line()),
-                on_restart="return",
-            )
-        except WaitTimeout as err:
-            self._delete_after_timeout(backend, handle)
-            raise JobSetTimeout(f"{err}; the JobSet was deleted") from err
-        finally:
-            stop.set()
-            if follower is not None:
-                follower.join(timeout=5)
-
-    def _follow_logs(self, handle: Handle, stop: threading.Event) -> threading.Thread:
-        """Follow the chosen pod's log into the task log from a helper thread."""
-
-        def follow() -> None:
-            attempts = 0
-            while not stop.is_set() and attempts < 30:
-                attempts += 1
-                try:
-                    with self.hook.backend(handle.backend) as reader:
-                        for line in reader.stream_logs(
-                            handle,
-                            replicated_job=self.log_replicated_job,
-                            job_index=self.log_job_index,
-                            pod_index=self.log_pod_index,
-                            follow=True,
-                        ):
-                            self.log.info("[pod] %s", line)
-                            if stop.is_set():
-                                return
-                    return
-                except JobSetError:
-                    stop.wait(2.0)  # the pod does not exist or has not started yet
-
-        thread = threading.Thread(target=follow, name=f"jobset-logs-{handle.name}", daemon=True)
-        thread.start()
-        return thread
-
-    def _delete_after_timeout(self, backend: BackendProtocol, handle: Handle) -> None:
-        from jobset_core.errors import NotFound
-
-        with contextlib.suppress(NotFound):
-            backend.delete(handle, wait=True, timeout=_RECREATE_WAIT)
-
     # ------------------------------------------------------------------ resume
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
-        """Resume after the trigger fired: finish the try from its event."""
+        """Resume after the trigger fired: finish the try from its verdict."""
         if event is None:
-            raise JobSetGone("the trigger fired no event")
-        fired = JobSetEvent.model_validate(event)
-        from jobset_core.backends._base import Handle
-
-        kind = fired.outcome.backend if fired.outcome is not None else self.backend
-        handle = Handle(
-            fired.name, fired.namespace, fired.uid, kind if kind != "auto" else "controller"
-        )
+            raise AirflowFailException("the trigger fired no event")
+        verdict = Verdict.model_validate(event)
+        handle = Handle(verdict.name, verdict.namespace, verdict.uid, verdict.backend)
         self._handle = handle
-        with self.hook.backend(handle.backend, poll_interval=self.poll_interval) as backend:
-            if fired.kind == "timeout":
-                self._delete_after_timeout(backend, handle)
-                raise JobSetTimeout(f"{fired.message}; the JobSet was deleted")
-            if fired.kind == "gone" or fired.outcome is None:
-                raise JobSetGone(fired.message or f"JobSet {fired.namespace}/{fired.name} is gone")
-            if self.stream_logs:
-                self._log_tail(backend, handle)
-            return self._finish(context, backend, handle, fired.outcome)
 
-    def _log_tail(self, backend: BackendProtocol, handle: Handle) -> None:
+        async def finish_here(run: Run) -> Finished:
+            if self.stream_logs and verdict.kind in ("completed", "failed", "restarting"):
+                await self._log_tail(run, handle)
+            return await self._finish(run, handle, verdict)
+
+        return self._conclude(context, self._in_core(finish_here))
+
+    async def _log_tail(self, run: Run, handle: Handle) -> None:
+        from jobset_core.errors import JobSetError
+
         try:
-            for line in backend.stream_logs(
-                handle,
-                replicated_job=self.log_replicated_job,
-                job_index=self.log_job_index,
-                pod_index=self.log_pod_index,
-                follow=False,
-            ):
-                self.log.info("[pod] %s", line)
+            await run.read_log(handle, self._log_target(), follow=False, sink=self._log_line)
         except JobSetError as err:
             self.log.info("no log to show: %s", err)
 
     # ------------------------------------------------------------------ finish
 
-    def _finish(
-        self, context: Any, backend: BackendProtocol, handle: Handle, outcome: Outcome
-    ) -> Any:
-        ti = context["ti"]
-        verdict = _decisions.judge(outcome)
-        ti.xcom_push(key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"}))
-        for count in outcome.replicated_jobs:
-            self.log.info(
-                "  %s: replicas=%d ready=%d active=%d succeeded=%d failed=%d",
-                count.name,
-                count.replicas,
-                count.ready,
-                count.active,
-                count.succeeded,
-                count.failed,
+    async def _finish(self, run: Run, handle: Handle, verdict: Verdict) -> Finished:
+        return await run.finish(
+            handle,
+            verdict,
+            delete_policy=self.delete_policy,
+            pod_log_lines=self.failed_pod_log_lines,
+            wait_gone=True,  # a retry must never meet this run being deleted
+        )
+
+    def _conclude(self, context: Any, finished: Finished) -> Any:
+        verdict = finished.verdict
+        outcome = verdict.outcome
+        if outcome is not None:
+            context["ti"].xcom_push(
+                key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
             )
-        if verdict.kind in ("fail", "retry"):
-            self._log_failed_pods(backend, handle)
-        if verdict.kind in ("success", "fail"):
-            self._mark_finished(context, handle)
-        if _decisions.should_delete(self.delete_policy, verdict):
-            self._delete(backend, handle)
-        return self._conclude(verdict, outcome)
-
-    def _conclude(self, verdict: Verdict, outcome: Outcome) -> Any:
-        if verdict.kind == "success":
-            self.log.info("%s; result: %r", verdict.message, outcome.result)
-            return outcome.result
-        if verdict.kind == "retry":
-            raise JobSetRestarting(verdict.message)
-        if verdict.kind == "fail":
-            raise JobSetFailed(verdict.message)
-        raise JobSetGone(f"unexpected: the wait ended while {verdict.message}")
-
-    def _log_failed_pods(self, backend: BackendProtocol, handle: Handle) -> None:
-        try:
-            tails = backend.failed_pod_logs(handle, tail_lines=self.failed_pod_log_lines)
-        except JobSetError as err:
-            self.log.warning("cannot read the failed pods' logs: %s", err)
-            return
-        for pod, text in sorted(tails.items()):
+            for count in outcome.replicated_jobs:
+                self.log.info(
+                    "  %s: replicas=%d ready=%d active=%d succeeded=%d failed=%d",
+                    count.name,
+                    count.replicas,
+                    count.ready,
+                    count.active,
+                    count.succeeded,
+                    count.failed,
+                )
+        for pod, text in sorted(finished.pod_logs.items()):
             self.log.error("last lines of failed pod %s:\n%s", pod, text)
-
-    def _mark_finished(self, context: Any, handle: Handle) -> None:
-        store = task_state_store(context)
-        if store is not None:
-            store.set(
-                STATE_KEY,
-                {
-                    "name": handle.name,
-                    "namespace": handle.namespace,
-                    "uid": handle.uid,
-                    "backend": handle.backend,
-                    "finished": True,
-                },
-            )
-
-    def _delete(self, backend: BackendProtocol, handle: Handle) -> None:
-        from jobset_core.errors import NotFound
-
-        try:
-            backend.delete(handle)
+        if verdict.kind in ("completed", "failed"):
+            self._store(task_state_store(context), run_handle(verdict), finished=True)
+        if finished.deleted:
             self.log.info(
                 "deleted JobSet %s/%s (delete_policy=%s)",
-                handle.namespace,
-                handle.name,
+                verdict.namespace,
+                verdict.name,
                 self.delete_policy,
             )
-        except NotFound:
-            pass
+        if verdict.ok:
+            self.log.info("%s; result: %r", verdict.message, verdict.result)
+            return verdict.result
+        error = error_for(verdict) or JobSetGone(verdict)
+        if isinstance(error, NEVER_RETRIED):
+            raise AirflowFailException(str(error)) from error
+        raise error
 
     # ------------------------------------------------------------------ kill
 
@@ -553,13 +510,20 @@ class JobSetOperator(BaseOperator):
         handle = self._handle
         if handle is None or not self.delete_on_kill:
             return
-        from jobset_core.errors import JobSetError as _Error
+        from jobset_core.errors import JobSetError
+
+        async def cancel(run: Run) -> None:
+            await run.cancel(handle)
 
         try:
-            with self.hook.backend(handle.backend) as backend:
-                backend.cancel(handle)
+            self._in_core(cancel)
             self.log.info("deleted JobSet %s/%s (task killed)", handle.namespace, handle.name)
-        except _Error as err:
+        except JobSetError as err:
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
+
+
+def run_handle(verdict: Verdict) -> Handle:
+    """The run a verdict is about."""
+    return Handle(verdict.name, verdict.namespace, verdict.uid, verdict.backend)

@@ -1,40 +1,71 @@
 """``JobSetSensor``: wait for an existing JobSet to reach a phase (poke or deferrable).
 
 The JobSet is named (``name``) or selected by labels (``label_selector``: every matching
-JobSet must reach a target phase, and at least one must exist). A JobSet that ends in a phase
-that is not a target fails the sensor (no retry); one that does not exist yet keeps it waiting.
+JobSet must reach a target phase, and at least one must exist), on either backend. A JobSet
+that ends in a phase that is not a target fails the sensor (no retry); one that does not exist
+yet keeps it waiting.
+
+Every look goes through the core's lifecycle: in ``poke`` mode a poke waits (up to
+``poke_interval``) with the core's one wait, so the sensor answers as soon as the JobSet gets
+there instead of at the next poke; ``reschedule`` takes one look; deferrable waits in the
+triggerer with :class:`~.triggers.JobSetTrigger`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_jobset._compat import BaseSensorOperator, default_deferrable
-from airflow_provider_jobset.events import JobSetEvent
-from airflow_provider_jobset.exceptions import JobSetFailed
-from airflow_provider_jobset.hooks import BackendChoice, JobSetHook
+from airflow_provider_jobset._compat import (
+    AirflowFailException,
+    BaseSensorOperator,
+    default_deferrable,
+)
+from airflow_provider_jobset.hooks import JobSetHook
+from jobset_core.backends import BACKEND_CHOICES, BackendChoice
 from jobset_core.outcome import Outcome, Phase
 
-__all__ = ["JobSetSensor", "sensor_verdict"]
+if TYPE_CHECKING:
+    from jobset_core.lifecycle import Handle, Run
+
+__all__ = ["JobSetSensor", "SensorState", "sensor_state"]
 
 
-def sensor_verdict(outcomes: Sequence[Outcome], targets: Sequence[str]) -> bool | str:
-    """``True`` when every outcome is in a target phase (and there is one), ``False`` to keep
-    waiting, or the reason to fail (an outcome ended in a phase that is not a target)."""
+@dataclass(frozen=True)
+class SensorState:
+    """Where the sensor stands.
+
+    Attributes:
+        kind: ``done`` (every JobSet is in a target phase, and there is one), ``waiting``
+            or ``failed`` (one ended in a phase that is not a target).
+        message: Why, in words.
+        waiting: The first JobSet not in a target phase yet (``None``: none exists yet).
+    """
+
+    kind: Literal["done", "waiting", "failed"]
+    message: str = ""
+    waiting: Outcome | None = None
+
+
+def sensor_state(outcomes: Sequence[Outcome], targets: Sequence[str]) -> SensorState:
+    """Judge the looked-at JobSets against the target phases (pure)."""
     if not outcomes:
-        return False
+        return SensorState("waiting", "no JobSet matches yet")
     for outcome in outcomes:
         if outcome.phase.value in targets:
             continue
+        what = f"JobSet {outcome.namespace}/{outcome.name}"
         if outcome.phase.terminal:
-            return (
-                f"JobSet {outcome.namespace}/{outcome.name} ended {outcome.phase.value} "
-                f"({outcome.reason}), not {' or '.join(targets)}"
+            return SensorState(
+                "failed",
+                f"{what} ended {outcome.phase.value} ({outcome.reason}), not "
+                f"{' or '.join(targets)}",
             )
-        return False
-    return True
+        return SensorState("waiting", f"{what} is {outcome.phase.value}", outcome)
+    return SensorState("done", "every JobSet is " + " or ".join(targets))
 
 
 class JobSetSensor(BaseSensorOperator):
@@ -45,7 +76,7 @@ class JobSetSensor(BaseSensorOperator):
         label_selector: Labels selecting the JobSets instead (``{"team": "ml"}``).
         namespace: Their namespace (default: the connection's / kubeconfig's).
         target_phases: Phases that satisfy the sensor (default ``("Completed",)``).
-        backend: ``auto``, ``controller`` or ``native``.
+        backend: ``auto`` (JobSets and native runs), ``controller`` or ``native``.
         kubernetes_conn_id: An Airflow ``kubernetes`` connection.
         deferrable: Wait in the triggerer (default ``[operators] default_deferrable``).
         **kwargs: Other ``BaseSensorOperator`` arguments (``poke_interval``, ``timeout``...).
@@ -70,6 +101,8 @@ class JobSetSensor(BaseSensorOperator):
         unknown = [p for p in target_phases if p not in {ph.value for ph in Phase}]
         if unknown:
             raise ValueError(f"unknown phases {unknown}; use {[p.value for p in Phase]}")
+        if backend not in BACKEND_CHOICES:
+            raise ValueError(f"backend must be 'auto', 'controller' or 'native', not {backend!r}")
         super().__init__(**kwargs)
         self.name = name
         self.label_selector = dict(label_selector) if label_selector else None
@@ -84,58 +117,96 @@ class JobSetSensor(BaseSensorOperator):
         """The hook over the sensor's connection."""
         return JobSetHook(self.kubernetes_conn_id, namespace=self.namespace)
 
-    def _outcomes(self) -> list[Outcome]:
-        from jobset_core.backends._base import Handle
-        from jobset_core.errors import NotFound
+    # ------------------------------------------------------------------ looking
+
+    def _look(self, *, wait: float) -> tuple[SensorState, Handle | None]:
+        """Look at every selected JobSet; with ``wait`` > 0, wait up to that many seconds for
+        the first unfinished one to change, then look again."""
+        from jobset_core.blocking import run
 
         hook = self.hook
         namespace = self.namespace or hook.default_namespace()
-        with hook.backend(self.backend) as backend:
-            names: list[tuple[str, str]] = []
-            if self.name:
-                names = [(self.name, "")]
-            else:
-                with hook.get_client() as client:
-                    found = client.list_jobsets(
-                        namespace=namespace, label_selector=self.label_selector
-                    )
-                names = [(js.name, js.metadata.uid or "") for js in found.items]
-            out = []
-            for name, uid in names:
+        settings = hook.get_config().client_settings()
+
+        async def main() -> tuple[SensorState, Handle | None]:
+            from jobset_core.client import Client
+            from jobset_core.lifecycle import Run
+            from jobset_core.observe import Observer
+
+            async with Client(settings) as client:
+                observer = Observer(client, scope="run")
                 try:
-                    out.append(backend.status(Handle(name, namespace, uid, backend.kind)))
-                except NotFound:
+                    return await self._alook(Run(observer), namespace, wait)
+                finally:
+                    await observer.aclose()
+
+        return run(main)
+
+    async def _alook(
+        self, run: Run, namespace: str, wait: float
+    ) -> tuple[SensorState, Handle | None]:
+        from jobset_core.errors import JobSetGone
+        from jobset_core.lifecycle import WaitRules, error_for
+
+        ends = time.time() + wait
+        while True:
+            seen: list[tuple[Handle, Outcome]] = []
+            for handle in await self._handles(run, namespace):
+                try:
+                    seen.append((handle, (await run.status(handle))[0]))
+                except JobSetGone:
                     continue
-            return out
+            state = sensor_state([o for _, o in seen], self.target_phases)
+            first = next((h for h, o in seen if o is state.waiting), None)
+            if state.kind != "waiting" or first is None or time.time() >= ends:
+                return state, first
+            until = frozenset(Phase(p) for p in self.target_phases)
+            verdict = await run.wait(first, deadline=ends, rules=WaitRules(until=until))
+            self.log.info("%s", verdict.message)
+            if verdict.kind in ("creation_failed", "gone"):
+                # It can never reach a target phase now: end the sensor as the operator would.
+                raise error_for(verdict) or RuntimeError(verdict.message)
+
+    async def _handles(self, run: Run, namespace: str) -> list[Handle]:
+        from jobset_core.errors import NotFound
+
+        if self.name:
+            try:
+                found = await run.locate(self.name, namespace=namespace, backend=self.backend)
+            except NotFound:
+                return []
+            return [found.handle]
+        found_all = await run.find(
+            namespace=namespace, label_selector=self.label_selector, backend=self.backend
+        )
+        return [f.handle for f in found_all]
+
+    # ------------------------------------------------------------------ modes
 
     def poke(self, context: Any) -> bool:
-        """One look: every selected JobSet in a target phase?"""
-        outcomes = self._outcomes()
-        for outcome in outcomes:
-            self.log.info(
-                "JobSet %s/%s is %s", outcome.namespace, outcome.name, outcome.phase.value
-            )
-        verdict = sensor_verdict(outcomes, self.target_phases)
-        if isinstance(verdict, str):
-            raise JobSetFailed(verdict)
-        return verdict
+        """One look (``poke`` mode: waiting up to ``poke_interval`` for the answer)."""
+        wait = float(self.poke_interval) if self.mode == "poke" else 0.0
+        state, _ = self._look(wait=wait)
+        self.log.info("%s", state.message)
+        if state.kind == "failed":
+            raise AirflowFailException(state.message)
+        return state.kind == "done"
 
     def execute(self, context: Any) -> Any:
-        """Poke once; deferrable: wait in the triggerer for the first unfinished JobSet."""
+        """Poke; deferrable: wait in the triggerer for the first unfinished JobSet."""
         if not self.deferrable:
             return super().execute(context)
-        return self._poke_or_defer(context)
+        return self._look_or_defer(context)
 
-    def _poke_or_defer(self, context: Any) -> None:
+    def _look_or_defer(self, context: Any) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
 
-        outcomes = self._outcomes()
-        verdict = sensor_verdict(outcomes, self.target_phases)
-        if isinstance(verdict, str):
-            raise JobSetFailed(verdict)
-        if verdict:
+        state, waiting = self._look(wait=0.0)
+        self.log.info("%s", state.message)
+        if state.kind == "failed":
+            raise AirflowFailException(state.message)
+        if state.kind == "done":
             return
-        waiting = next((o for o in outcomes if o.phase.value not in self.target_phases), None)
         if waiting is None:  # nothing exists yet: look again after poke_interval
             from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
 
@@ -162,6 +233,5 @@ class JobSetSensor(BaseSensorOperator):
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> None:
         """Resume: check everything again (another JobSet of the selector may still run)."""
         if event is not None and event.get("kind") == "timeout":
-            fired = JobSetEvent.model_validate(event)
-            raise JobSetFailed(f"sensor timed out: {fired.message}")
-        self._poke_or_defer(context)
+            raise AirflowFailException(f"sensor timed out: {event.get('message', '')}")
+        self._look_or_defer(context)

@@ -7,9 +7,16 @@ exit of a KFP step); the core never exits the process and never raises framework
 
     JobSetError
     ├── SpecError            bad input: every problem with its field path, before any I/O
+    ├── ConfigError          the connection settings are contradictory or cannot be loaded
     ├── IdentityMismatch     an object of that name exists but is not ours (labels / UID differ)
-    ├── WaitTimeout          the deadline passed before the JobSet reached a terminal state
-    ├── CreationFailed       the controller cannot create a child object (JobCreationFailed, ...)
+    ├── NotAnAnchor          a ConfigMap that is not the anchor of a native run
+    ├── Unreachable          no answer: the API server could not be reached, a stream broke
+    ├── RunEnded             how a wait ended when it did not complete (carries the Verdict)
+    │   ├── JobSetFailed     the JobSet reached ``Failed`` (FailJobSet, ReachedMaxRestarts...)
+    │   ├── JobSetRestarting the JobSet restarted and the caller asked to be told
+    │   ├── WaitTimeout      the deadline passed before the JobSet reached a terminal state
+    │   ├── CreationFailed   the controller cannot create a child object (JobCreationFailed...)
+    │   └── JobSetGone       the JobSet was deleted, or replaced by a namesake, mid-wait
     └── ApiError             the API server said no; keeps the Kubernetes ``Status``
         ├── Invalid          422 (causes listed)
         ├── Forbidden        403 (with an RBAC hint)
@@ -18,16 +25,24 @@ exit of a KFP step); the core never exits the process and never raises framework
         ├── Gone             410 (a watch's resourceVersion is too old: relist)
         ├── TooManyRequests  429 (retried with backoff before it surfaces)
         └── ServerError      5xx (retried with backoff before it surfaces)
+
+Every :class:`RunEnded` carries the :class:`~jobset_core.lifecycle.Verdict` of the wait it ended
+(``verdict``: the outcome seen last, the reason, the message), so an adapter maps the class to
+its framework's failure and still reports everything the core knew.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jobset_core.lifecycle.verdict import Verdict
 
 __all__ = [
     "ApiError",
+    "ConfigError",
     "Conflict",
     "CreationFailed",
     "Forbidden",
@@ -35,11 +50,17 @@ __all__ = [
     "IdentityMismatch",
     "Invalid",
     "JobSetError",
+    "JobSetFailed",
+    "JobSetGone",
+    "JobSetRestarting",
+    "NotAnAnchor",
     "NotFound",
     "Problem",
+    "RunEnded",
     "ServerError",
     "SpecError",
     "TooManyRequests",
+    "Unreachable",
     "WaitTimeout",
     "format_path",
 ]
@@ -92,6 +113,10 @@ class SpecError(JobSetError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class ConfigError(JobSetError, ValueError):
+    """The connection settings are contradictory, or the official loader rejected them."""
+
+
 class IdentityMismatch(JobSetError):
     """An object with the wanted name exists but belongs to someone else: never adopted."""
 
@@ -100,21 +125,71 @@ class IdentityMismatch(JobSetError):
         super().__init__(f"{kind} {namespace}/{name} exists but is not ours: {why}")
 
 
-class WaitTimeout(JobSetError):
-    """The deadline passed while waiting; the JobSet itself is left as it is."""
-
-    def __init__(self, namespace: str, name: str, seconds: float) -> None:
-        self.namespace, self.name, self.seconds = namespace, name, seconds
-        super().__init__(f"JobSet {namespace}/{name} did not finish within {seconds:g}s")
+class NotAnAnchor(JobSetError, ValueError):
+    """A ConfigMap that is not (or no longer readable as) the anchor of a native run."""
 
 
-class CreationFailed(JobSetError):
-    """The controller reported it cannot create a child object (upstream never fails the
-    JobSet for this; we surface it instead of waiting forever)."""
+class Unreachable(JobSetError):
+    """The API server could not be reached, or a connection broke mid-answer.
 
-    def __init__(self, namespace: str, name: str, reason: str, message: str) -> None:
-        self.namespace, self.name, self.reason, self.message = namespace, name, reason, message
-        super().__init__(f"JobSet {namespace}/{name}: {reason}: {message}")
+    Not an :class:`ApiError`: no server answered. Reads are retried with backoff before this
+    surfaces; a watch that drops raises it so the caller reconnects.
+    """
+
+
+class RunEnded(JobSetError):
+    """A wait ended without the JobSet completing; ``verdict`` tells how (see the subclasses).
+
+    Attributes:
+        verdict: The wait's verdict: kind, the outcome seen last, reason and message.
+    """
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(verdict.message)
+
+    @property
+    def namespace(self) -> str:
+        """The JobSet's namespace."""
+        return self.verdict.namespace
+
+    @property
+    def name(self) -> str:
+        """The JobSet's name."""
+        return self.verdict.name
+
+
+class JobSetFailed(RunEnded):
+    """The JobSet reached ``Failed`` (a ``FailJobSet`` rule, ``ReachedMaxRestarts``...)."""
+
+
+class JobSetRestarting(RunEnded):
+    """The JobSet restarted (its failure policy recreated it) and the wait was asked to hand
+    the restart back: the caller ends its try; the next one continues with the same JobSet."""
+
+
+class WaitTimeout(RunEnded):
+    """The deadline passed before the JobSet reached a terminal state."""
+
+    @property
+    def seconds(self) -> float:
+        """How long the wait lasted."""
+        return self.verdict.waited_seconds
+
+
+class CreationFailed(RunEnded):
+    """A child object cannot be created (``JobCreationFailed``, ``HeadlessServiceCreationFailed``,
+    ``PVCCreationFailed``). Upstream never fails the JobSet for this; the wait ends instead of
+    hanging until its timeout."""
+
+    @property
+    def reason(self) -> str:
+        """The controller's event reason (or the native backend's equivalent)."""
+        return self.verdict.reason
+
+
+class JobSetGone(RunEnded):
+    """The JobSet was deleted, or replaced by a namesake with another UID, before it ended."""
 
 
 class ApiError(JobSetError):

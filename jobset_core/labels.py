@@ -7,6 +7,8 @@ Upstream keeps them in ``api/jobset/v1alpha2/jobset_types.go``; the prefix is
 from __future__ import annotations
 
 __all__ = [
+    "ANCHOR_LABEL",
+    "ANCHOR_VALUE",
     "COORDINATOR",
     "EXCLUSIVE_TOPOLOGY",
     "GLOBAL_REPLICAS",
@@ -57,3 +59,7 @@ JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 #: The reserved ``spec.managedBy`` value of the upstream controller.
 JOBSET_CONTROLLER_NAME = "jobset.sigs.k8s.io/jobset-controller"
+
+#: Marks a ConfigMap as the anchor of a native JobSet run (ours, not upstream's).
+ANCHOR_LABEL = "jobset-core/anchor"
+ANCHOR_VALUE = "native"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["JOB", "JOBSET", "SERVICE", "ApiResource"]
+__all__ = ["CONFIG_MAP", "EVENT", "JOB", "JOBSET", "POD", "SERVICE", "ApiResource"]
 
 
 @dataclass(frozen=True)
@@ -29,3 +29,6 @@ class ApiResource:
 JOBSET = ApiResource(group="jobset.x-k8s.io", version="v1alpha2", kind="JobSet", plural="jobsets")
 JOB = ApiResource(group="batch", version="v1", kind="Job", plural="jobs")
 SERVICE = ApiResource(group="", version="v1", kind="Service", plural="services")
+CONFIG_MAP = ApiResource(group="", version="v1", kind="ConfigMap", plural="configmaps")
+POD = ApiResource(group="", version="v1", kind="Pod", plural="pods")
+EVENT = ApiResource(group="", version="v1", kind="Event", plural="events")

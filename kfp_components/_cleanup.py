@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jobset_core.backends import ANCHOR_LABEL, ANCHOR_VALUE
-from jobset_core.backends.auto import BackendChoice
-from jobset_core.client.sync import JobSetClient
+from jobset_core.backends import ANCHOR_LABEL, ANCHOR_VALUE, BackendChoice
 from jobset_core.errors import Conflict, NotFound
+from jobset_core.resources import CONFIG_MAP, JOBSET, ApiResource
 from kfp_components._identity import run_selector
+
+if TYPE_CHECKING:
+    from jobset_core.client import Client
 
 __all__ = ["CleanupResult", "cleanup_run"]
 
@@ -35,8 +38,8 @@ class CleanupResult:
         return len(self.jobsets) + len(self.anchors)
 
 
-def cleanup_run(
-    client: JobSetClient, *, namespace: str, run_id: str, backend: BackendChoice = "auto"
+async def cleanup_run(
+    client: Client, *, namespace: str, run_id: str, backend: BackendChoice = "auto"
 ) -> CleanupResult:
     """Delete (foreground, one request each) the run's JobSets and native anchors.
 
@@ -44,18 +47,19 @@ def cleanup_run(
     ``controller`` only JobSets; ``native`` only anchors. Objects already gone are skipped.
     """
     selector = run_selector(run_id)
-    jobsets: list[str] = []
-    anchors: list[str] = []
-    if backend == "controller" or (backend == "auto" and client.jobset_api_served()):
-        for jobset in client.list_jobsets(namespace=namespace, label_selector=selector).items:
-            with contextlib.suppress(NotFound, Conflict):
-                client.delete_jobset(jobset.name, namespace=namespace, uid=jobset.metadata.uid)
-                jobsets.append(jobset.name)
+    deleted: dict[str, list[str]] = {"jobsets": [], "anchors": []}
+    kinds: list[tuple[str, ApiResource, dict[str, str]]] = []
+    if backend == "controller" or (backend == "auto" and await client.jobset_api_served()):
+        kinds.append(("jobsets", JOBSET, selector))
     if backend in ("auto", "native"):
-        marked = {**selector, ANCHOR_LABEL: ANCHOR_VALUE}
-        for anchor in client.list_config_maps(namespace=namespace, label_selector=marked).items:
-            meta = anchor.get("metadata") or {}
+        kinds.append(("anchors", CONFIG_MAP, {**selector, ANCHOR_LABEL: ANCHOR_VALUE}))
+    for key, resource, labels in kinds:
+        found = await client.list(resource, namespace=namespace, label_selector=labels)
+        for obj in found.items:
+            meta = obj.get("metadata") or {}
             with contextlib.suppress(NotFound, Conflict):
-                client.delete_config_map(meta["name"], namespace=namespace, uid=meta.get("uid"))
-                anchors.append(str(meta["name"]))
-    return CleanupResult(tuple(sorted(jobsets)), tuple(sorted(anchors)))
+                await client.delete(
+                    resource, meta["name"], namespace=namespace, uid=meta.get("uid")
+                )
+                deleted[key].append(str(meta["name"]))
+    return CleanupResult(tuple(sorted(deleted["jobsets"])), tuple(sorted(deleted["anchors"])))

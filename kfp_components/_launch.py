@@ -1,77 +1,57 @@
-"""One launch step: submit (or adopt) the task's JobSet, follow it, end as the policy says.
+"""One launch step: the core's run lifecycle, and what the step reports of it.
 
-Library code: every way the step can end is a value (:class:`LaunchResult`) or a typed error
-(:class:`JobSetFailed`, :class:`~jobset_core.errors.WaitTimeout`, ...); only
-:mod:`kfp_components.launcher` turns errors into exit codes.
+Library code: :func:`launch` returns a :class:`LaunchResult` for a completed JobSet and raises
+the core's typed error for every other ending (:class:`~jobset_core.errors.JobSetFailed`,
+:class:`~jobset_core.errors.WaitTimeout`, :class:`~jobset_core.errors.CreationFailed`, ...) or
+:class:`Terminated` after SIGTERM; only :mod:`kfp_components.launcher` turns them into exit
+codes.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import signal
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING
 
-from jobset_core import backends as common
-from jobset_core.backends import BackendProtocol, Handle
-from jobset_core.errors import CreationFailed, JobSetError, NotFound, WaitTimeout
+from jobset_core import labels
+from jobset_core.blocking import cancel_on_signals
+from jobset_core.errors import JobSetError
+from jobset_core.lifecycle import (
+    DeletePolicy,
+    Handle,
+    LogLine,
+    LogTarget,
+    Submission,
+    WaitRules,
+    error_for,
+)
 from jobset_core.models import JobSet
-from jobset_core.outcome import Outcome, Progress
+from jobset_core.outcome import Outcome
+from jobset_core.resources import JOB
 from kfp_components._identity import name_as_prefix
 from kfp_components._metrics import metric_values, replicated_job_durations
-from kfp_components._signals import cancel_on_sigterm
 
-__all__ = [
-    "DELETE_POLICIES",
-    "DeletePolicy",
-    "Ending",
-    "JobSetFailed",
-    "LaunchRequest",
-    "LaunchResult",
-    "LogTarget",
-    "launch",
-    "should_delete",
-]
+if TYPE_CHECKING:
+    from jobset_core.lifecycle import Run
 
-#: When the step deletes its JobSet. SIGTERM (run terminated) always deletes.
-DeletePolicy = Literal["never", "on_timeout", "on_success", "always"]
-DELETE_POLICIES: tuple[str, ...] = get_args(DeletePolicy)
-#: How the step ended: the JobSet completed or failed; the step gave up on a JobSet that is
-#: still running (timeout, a child object the controller cannot create); or another error.
-Ending = Literal["completed", "failed", "gave_up", "error"]
+__all__ = ["LaunchRequest", "LaunchResult", "LogTarget", "Terminated", "launch"]
 
-_DELETES: dict[str, frozenset[str]] = {
-    "never": frozenset(),
-    "on_timeout": frozenset({"gave_up"}),
-    "on_success": frozenset({"completed", "gave_up"}),
-    "always": frozenset({"completed", "failed", "gave_up", "error"}),
-}
-_LOG_DRAIN_SECONDS = 5.0
+Say = Callable[[str], None]
 
 
-def should_delete(policy: DeletePolicy, ending: Ending) -> bool:
-    """Whether ``policy`` deletes the JobSet when the step ends as ``ending``.
+class Terminated(BaseException):
+    """The process got SIGTERM; the JobSet was asked to be deleted (one DELETE).
 
-    ``never`` keeps everything (a retry reattaches to a timed-out JobSet); ``on_timeout``
-    deletes only what the step gave up on; ``on_success`` also deletes completed runs and keeps
-    failed ones to debug; ``always`` deletes whatever happened.
-
-    Raises:
-        ValueError: an unknown policy.
+    A ``BaseException`` so that no ``except Exception`` on the way swallows it.
     """
-    if policy not in _DELETES:
-        raise ValueError(f"unknown delete policy {policy!r}; use one of {', '.join(_DELETES)}")
-    return ending in _DELETES[policy]
 
-
-@dataclass(frozen=True)
-class LogTarget:
-    """Whose log to follow: ``replicated_job`` (default: the coordinator, else the first
-    replicated job), ``job_index`` and ``pod_index``."""
-
-    replicated_job: str | None = None
-    job_index: int = 0
-    pod_index: int = 0
+    def __init__(self, handle: Handle | None) -> None:
+        self.handle = handle
+        what = f"JobSet {handle.namespace}/{handle.name}" if handle else "no JobSet yet"
+        super().__init__(f"terminated by SIGTERM; {what}{' (DELETE sent)' if handle else ''}")
 
 
 @dataclass(frozen=True)
@@ -82,14 +62,16 @@ class LaunchRequest:
         jobset: The JobSet (its ``metadata.name`` becomes the prefix of the derived name).
         namespace: Where to run it.
         identity: The task's identity (see :func:`kfp_components._identity.kfp_identity`).
+        backend: ``auto``, ``controller`` or ``native``.
         timeout: Seconds to wait for a terminal state (``None``: no limit).
-        delete_policy: When to delete the JobSet (see :func:`should_delete`).
+        delete_policy: When to delete the JobSet (SIGTERM always deletes).
         logs: Follow this pod's log while waiting (``None``: do not).
     """
 
     jobset: JobSet
     namespace: str
     identity: Mapping[str, str]
+    backend: str = "auto"
     timeout: float | None = None
     delete_policy: DeletePolicy = "on_timeout"
     logs: LogTarget | None = None
@@ -105,161 +87,80 @@ class LaunchResult:
     deleted: bool = False
 
 
-class JobSetFailed(JobSetError):
-    """The JobSet reached ``Failed``: the step must fail.
-
-    Attributes:
-        outcome: The failed run (reason, message, failed Job, counts).
-        pod_logs: The last lines of each failed pod, by pod name.
-    """
-
-    def __init__(self, outcome: Outcome, pod_logs: Mapping[str, str] | None = None) -> None:
-        self.outcome = outcome
-        self.pod_logs = dict(pod_logs or {})
-        detail = ": ".join(p for p in (outcome.reason, outcome.message) if p)
-        job = f" (failed job {outcome.failed_job})" if outcome.failed_job else ""
-        super().__init__(
-            f"JobSet {outcome.namespace}/{outcome.name} failed"
-            f"{': ' + detail if detail else ''}{job}; restarts={outcome.restarts}"
-        )
-
-
-Say = Callable[[str], None]
-ListJobs = Callable[[Handle], list[dict[str, Any]]]
-
-
-def _follow_logs(backend: BackendProtocol, handle: Handle, target: LogTarget, say: Say) -> None:
-    who = target.replicated_job or "coordinator"
-    prefix = f"[{who}-{target.job_index}-{target.pod_index}] "
+async def _durations(run: Run, handle: Handle, say: Say) -> dict[str, float]:
+    selector = {labels.JOBSET_NAME: handle.name}
+    if handle.uid:  # not a namesake's Jobs
+        selector[labels.JOBSET_UID] = handle.uid
     try:
-        for line in backend.stream_logs(
-            handle,
-            replicated_job=target.replicated_job,
-            job_index=target.job_index,
-            pod_index=target.pod_index,
-            follow=True,
-        ):
-            say(prefix + line.rstrip("\n"))
-    except JobSetError as err:
-        say(f"{prefix}log stream ended: {err}")
-
-
-def _durations(handle: Handle, list_jobs: ListJobs | None, say: Say) -> dict[str, float]:
-    if list_jobs is None:
-        return {}
-    try:
-        return replicated_job_durations(list_jobs(handle))
+        jobs = await run.client.list(JOB, namespace=handle.namespace, label_selector=selector)
     except JobSetError as err:  # metrics are a bonus; the outcome is what counts
         say(f"could not read the child Jobs for durations: {err}")
         return {}
+    return replicated_job_durations(jobs.items)
 
 
-def _failed_pod_logs(backend: BackendProtocol, handle: Handle, say: Say) -> dict[str, str]:
-    try:
-        return backend.failed_pod_logs(handle, tail_lines=30)
-    except JobSetError as err:
-        say(f"could not read the failed pods' logs: {err}")
-        return {}
-
-
-def _end(
-    backend: BackendProtocol, handle: Handle, policy: DeletePolicy, ending: Ending, say: Say
-) -> bool:
-    if not should_delete(policy, ending):
-        return False
-    try:
-        backend.delete(handle)
-    except NotFound:
-        return False
-    except JobSetError as err:  # never hides how the step ended
-        say(f"could not delete JobSet {handle.namespace}/{handle.name}: {err}")
-        return False
-    say(f"deleted JobSet {handle.namespace}/{handle.name} (delete policy {policy}, {ending})")
-    return True
-
-
-def launch(
-    request: LaunchRequest,
-    backend: BackendProtocol,
-    *,
-    list_jobs: ListJobs | None = None,
-    say: Say = print,
-) -> LaunchResult:
-    """Run the request's JobSet to a terminal state on ``backend``.
+async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> LaunchResult:
+    """Run the request's JobSet to a terminal state.
 
     Creates the JobSet under the name derived from the identity, or adopts the one an earlier
     attempt of the same task created. SIGTERM meanwhile sends one DELETE and raises
-    :class:`~kfp_components._signals.Terminated`.
-
-    Args:
-        request: What to run.
-        backend: Where (a sync backend).
-        list_jobs: Reads the run's child Jobs, for per-replicated-job durations.
-        say: Where progress lines go.
+    :class:`Terminated`.
 
     Raises:
         JobSetFailed: the JobSet failed.
         WaitTimeout: the timeout passed first (deleted unless the policy is ``never``).
-        CreationFailed: the controller cannot create a child object (as a timeout).
+        CreationFailed: a child object cannot be created (as a timeout).
+        JobSetGone: the JobSet was deleted meanwhile.
         SpecError: the JobSet is invalid; IdentityMismatch: its name is taken by another run.
     """
     jobset = name_as_prefix(request.jobset)
-    name = common.resolve_name(jobset, request.identity)
-    current: list[Handle] = [Handle(name, request.namespace, "", backend.kind)]
-    with cancel_on_sigterm(backend, lambda: current[-1]):
-        submission = backend.submit(jobset, namespace=request.namespace, identity=request.identity)
+    current: list[Handle] = []
+    who = request.logs.replicated_job or "coordinator" if request.logs else ""
+
+    def submitted(submission: Submission) -> None:
         handle = submission.handle
         current.append(handle)
         verb = "created" if submission.created else "adopted (an earlier attempt created it)"
-        say(f"JobSet {handle.namespace}/{handle.name} {verb}; uid {handle.uid}; {backend.kind}")
-        return _follow(
-            request,
-            backend=backend,
-            handle=handle,
-            created=submission.created,
-            list_jobs=list_jobs,
-            say=say,
-        )
+        say(f"JobSet {handle.namespace}/{handle.name} {verb}; uid {handle.uid}; {handle.backend}")
 
+    def log(line: LogLine) -> None:
+        say(f"[{who}] {line.text}")
 
-def _follow(
-    request: LaunchRequest,
-    *,
-    backend: BackendProtocol,
-    handle: Handle,
-    created: bool,
-    list_jobs: ListJobs | None,
-    say: Say,
-) -> LaunchResult:
-    logs = None
-    if request.logs is not None:
-        logs = threading.Thread(
-            target=_follow_logs, args=(backend, handle, request.logs, say), daemon=True
-        )
-        logs.start()
-
-    def progress(event: Progress) -> None:
-        say(event.line())
-
-    policy = request.delete_policy
+    deadline = None if request.timeout is None else time.time() + request.timeout
     try:
-        outcome = backend.wait(handle, timeout=request.timeout, on_progress=progress)
-    except (WaitTimeout, CreationFailed):
-        _end(backend, handle, policy, "gave_up", say)
-        raise
-    except NotFound:
-        raise
-    except JobSetError:
-        _end(backend, handle, policy, "error", say)
-        raise
-    if logs is not None:
-        logs.join(_LOG_DRAIN_SECONDS)
-    metrics = metric_values(outcome, _durations(handle, list_jobs, say))
-    if not outcome.succeeded:
-        pod_logs = _failed_pod_logs(backend, handle, say)
-        for pod, text in sorted(pod_logs.items()):
-            say(f"--- last lines of failed pod {pod} ---\n{text.rstrip()}")
-        _end(backend, handle, policy, "failed", say)
-        raise JobSetFailed(outcome, pod_logs)
-    deleted = _end(backend, handle, policy, "completed", say)
-    return LaunchResult(outcome, created, metrics, deleted)
+        with cancel_on_signals(signal.SIGTERM):
+            finished = await run.execute(
+                jobset,
+                namespace=request.namespace,
+                identity=request.identity,
+                backend=request.backend,
+                deadline=deadline,
+                rules=WaitRules(on_restart="continue", budget=request.timeout),
+                delete_policy=request.delete_policy,
+                cancel_on_kill=True,
+                pod_log_lines=30,
+                on_submit=submitted,
+                on_progress=lambda event: say(event.line()),
+                logs=request.logs,
+                on_log=log,
+            )
+    except asyncio.CancelledError:
+        raise Terminated(current[-1] if current else None) from None
+    verdict = finished.verdict
+    say(verdict.message)
+    for pod, text in sorted(finished.pod_logs.items()):
+        say(f"--- last lines of failed pod {pod} ---\n{text.rstrip()}")
+    for problem in finished.problems:
+        say(problem)
+    if finished.deleted:
+        say(
+            f"deleted JobSet {verdict.namespace}/{verdict.name} "
+            f"(delete policy {request.delete_policy}, {verdict.kind})"
+        )
+    error = error_for(verdict)
+    if error is not None:
+        raise error
+    assert verdict.outcome is not None
+    handle = Handle(verdict.name, verdict.namespace, verdict.uid, verdict.backend)
+    metrics = metric_values(verdict.outcome, await _durations(run, handle, say))
+    return LaunchResult(verdict.outcome, finished.created, metrics, finished.deleted)

@@ -16,32 +16,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, cast
 
-from jobset_core import labels
-from jobset_core.backends import Handle
-from jobset_core.backends.auto import BackendChoice, choose_backend
-from jobset_core.client.config import ClientSettings, ConfigError, default_namespace
-from jobset_core.client.sync import JobSetClient
+from jobset_core.backends import BACKEND_CHOICES, BackendChoice
+from jobset_core.blocking import run
+from jobset_core.client.config import ClientSettings, default_namespace
 from jobset_core.errors import (
     ApiError,
+    ConfigError,
     CreationFailed,
     IdentityMismatch,
+    JobSetFailed,
+    JobSetGone,
     Problem,
     SpecError,
     WaitTimeout,
 )
+from jobset_core.lifecycle import DELETE_POLICIES, DeletePolicy, LogTarget
 from jobset_core.models import load_jobset
-from kfp_components._cleanup import cleanup_run
+from kfp_components._cleanup import CleanupResult, cleanup_run
 from kfp_components._identity import checked_run_id, kfp_identity
-from kfp_components._launch import (
-    DELETE_POLICIES,
-    DeletePolicy,
-    JobSetFailed,
-    LaunchRequest,
-    LaunchResult,
-    LogTarget,
-    launch,
-)
-from kfp_components._signals import Terminated
+from kfp_components._launch import LaunchRequest, LaunchResult, Terminated, launch
 from kfp_components._struct import from_struct
 from kfp_components._task_config import apply_task_config, overrides_from
 
@@ -49,6 +42,7 @@ __all__ = [
     "EXIT_API_ERROR",
     "EXIT_CREATION_FAILED",
     "EXIT_FAILED",
+    "EXIT_GONE",
     "EXIT_INVALID",
     "EXIT_TERMINATED",
     "EXIT_TIMEOUT",
@@ -65,9 +59,8 @@ EXIT_TIMEOUT = 2
 EXIT_CREATION_FAILED = 3
 EXIT_INVALID = 4
 EXIT_API_ERROR = 5
+EXIT_GONE = 6
 EXIT_TERMINATED = 143
-
-_BACKENDS = ("auto", "controller", "native")
 
 
 class LaunchOutputs(NamedTuple):
@@ -89,6 +82,7 @@ def exit_code(error: BaseException) -> int | None:
         (JobSetFailed, EXIT_FAILED),
         (WaitTimeout, EXIT_TIMEOUT),
         (CreationFailed, EXIT_CREATION_FAILED),
+        (JobSetGone, EXIT_GONE),
         (SpecError, EXIT_INVALID),
         (ConfigError, EXIT_INVALID),
         (IdentityMismatch, EXIT_INVALID),
@@ -151,29 +145,34 @@ def _run_launch(
     identity: Mapping[str, str],
 ) -> LaunchResult:
     policy = cast(DeletePolicy, _choice(delete_policy, DELETE_POLICIES, "delete_policy"))
-    choice = cast(BackendChoice, _choice(backend, _BACKENDS, "backend"))
+    choice = cast(BackendChoice, _choice(backend, BACKEND_CHOICES, "backend"))
     spec = apply_task_config(
         load_jobset(jobset), overrides_from(task_config), task_config_replicated_jobs
     )
     settings = ClientSettings()
-    with JobSetClient(settings) as client:
-        chosen = choose_backend(client, choice)
-        request = LaunchRequest(
-            jobset=spec,
-            namespace=namespace or default_namespace(settings),
-            identity=identity,
-            timeout=timeout_seconds if timeout_seconds > 0 else None,
-            delete_policy=policy,
-            logs=logs,
-        )
+    request = LaunchRequest(
+        jobset=spec,
+        namespace=namespace or default_namespace(settings),
+        identity=identity,
+        backend=choice,
+        timeout=timeout_seconds if timeout_seconds > 0 else None,
+        delete_policy=policy,
+        logs=logs,
+    )
 
-        def list_jobs(handle: Handle) -> list[dict[str, Any]]:
-            selector = {labels.JOBSET_NAME: handle.name}
-            if handle.uid:  # not a namesake's Jobs
-                selector[labels.JOBSET_UID] = handle.uid
-            return client.list_jobs(namespace=handle.namespace, label_selector=selector).items
+    async def main() -> LaunchResult:
+        from jobset_core.client import Client
+        from jobset_core.lifecycle import Run
+        from jobset_core.observe import Observer
 
-        return launch(request, chosen, list_jobs=list_jobs, say=_say)
+        async with Client(settings) as client:
+            observer = Observer(client, scope="run")
+            try:
+                return await launch(request, Run(observer), say=_say)
+            finally:
+                await observer.aclose()
+
+    return run(main)
 
 
 def launch_step(
@@ -229,16 +228,22 @@ def cleanup_step(*, namespace: str, run_id: str, backend: str) -> int:
     """The body of the ``cleanup_jobsets`` component: delete the run's JobSets and native
     anchors; returns how many were deleted (exits non-zero on failure)."""
     try:
-        run = checked_run_id(run_id)
-        choice = cast(BackendChoice, _choice(backend, _BACKENDS, "backend"))
+        checked = checked_run_id(run_id)
+        choice = cast(BackendChoice, _choice(backend, BACKEND_CHOICES, "backend"))
         settings = ClientSettings()
-        with JobSetClient(settings) as client:
-            done = cleanup_run(
-                client,
-                namespace=namespace or default_namespace(settings),
-                run_id=run,
-                backend=choice,
-            )
+
+        async def main() -> CleanupResult:
+            from jobset_core.client import Client
+
+            async with Client(settings) as client:
+                return await cleanup_run(
+                    client,
+                    namespace=namespace or default_namespace(settings),
+                    run_id=checked,
+                    backend=choice,
+                )
+
+        done = run(main)
     except Exception as error:
         _fail(error)
     for name in done.jobsets:
@@ -265,7 +270,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("launch", help="run a JobSet like the launch_jobset component")
     run.add_argument("--jobset", required=True, help="YAML/JSON file of the JobSet")
     run.add_argument("--namespace", default="")
-    run.add_argument("--backend", default="auto", choices=_BACKENDS)
+    run.add_argument("--backend", default="auto", choices=BACKEND_CHOICES)
     run.add_argument("--timeout-seconds", type=float, default=0)
     run.add_argument("--delete-policy", default="on_timeout", choices=DELETE_POLICIES)
     run.add_argument("--follow-logs", action="store_true")
@@ -276,7 +281,7 @@ def _parser() -> argparse.ArgumentParser:
     clean = sub.add_parser("cleanup", help="delete every JobSet of a run")
     clean.add_argument("--namespace", default="")
     clean.add_argument("--run-id", required=True)
-    clean.add_argument("--backend", default="auto", choices=_BACKENDS)
+    clean.add_argument("--backend", default="auto", choices=BACKEND_CHOICES)
     return parser
 
 

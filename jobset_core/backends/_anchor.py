@@ -9,7 +9,8 @@ the native backend stores the JobSet in a ConfigMap of the same name:
   ``terminalState``, ``restarts``, ``restartsCountTowardsMax``, ``replicatedJobsStatus``),
   written after every change with the anchor's ``resourceVersion`` as a precondition, so any
   process can read it and a new process resumes where the last one stopped;
-* labels: the :data:`ANCHOR_LABEL` marker, ``jobset-name`` and the caller's identity labels.
+* labels: the JobSet's own labels, the caller's identity labels, ``jobset-name`` and the
+  :data:`ANCHOR_LABEL` marker (so a label selector finds native runs as it finds JobSets).
 
 The headless Service and the child Jobs carry a controller owner reference to the anchor
 (``blockOwnerDeletion``), so deleting the anchor removes the whole run by garbage collection.
@@ -25,6 +26,7 @@ from typing import Any
 
 from jobset_core import labels
 from jobset_core.defaults import with_defaults
+from jobset_core.errors import NotAnAnchor
 from jobset_core.models import JobSet, JobSetStatus
 
 __all__ = [
@@ -34,7 +36,6 @@ __all__ = [
     "JOBSET_KEY",
     "STATUS_KEY",
     "Anchor",
-    "NotAnAnchor",
     "build_anchor",
     "not_an_anchor",
     "owner_reference",
@@ -43,16 +44,11 @@ __all__ = [
     "suspend_patch",
 ]
 
-#: Marks a ConfigMap as the anchor of a native JobSet run (value :data:`ANCHOR_VALUE`).
-ANCHOR_LABEL = "jobset-core/anchor"
-ANCHOR_VALUE = "native"
+ANCHOR_LABEL = labels.ANCHOR_LABEL
+ANCHOR_VALUE = labels.ANCHOR_VALUE
 ANCHOR_KIND = "ConfigMap"
 JOBSET_KEY = "jobset.json"
 STATUS_KEY = "status.json"
-
-
-class NotAnAnchor(ValueError):
-    """A ConfigMap that is not (or no longer readable as) the anchor of a native run."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,8 @@ def build_anchor(
     """The anchor ConfigMap to create for ``jobset`` (defaults applied, empty status).
 
     The ConfigMap takes the JobSet's ``name`` (or ``generateName``: the API server then names
-    both). Labels: the identity labels, ``jobset-name`` when the name is known, the marker.
+    both). Labels: the JobSet's own, the identity labels, ``jobset-name`` when the name is
+    known, the marker.
 
     Args:
         jobset: The JobSet as the user wrote it.
@@ -137,7 +134,7 @@ def build_anchor(
         meta["name"] = defaulted.metadata.name
     else:
         meta["generateName"] = defaulted.metadata.generate_name
-    anchor_labels = dict(identity or {})
+    anchor_labels = {**(defaulted.metadata.labels or {}), **(identity or {})}
     if defaulted.metadata.name:
         anchor_labels[labels.JOBSET_NAME] = defaulted.metadata.name
     anchor_labels[ANCHOR_LABEL] = ANCHOR_VALUE

@@ -1,44 +1,49 @@
-"""The contract every backend keeps, in a sync and an async twin with the same names.
+"""The contract both backends keep (async; synchronous callers go through
+:func:`jobset_core.blocking.run`).
 
-A backend turns a JobSet into running child objects on a cluster and reports how it ends:
+A backend turns a JobSet into running child objects on a cluster:
 
 - ``controller``: submits the JobSet resource; the upstream controller does the rest.
-- ``native``: creates the headless Service and child Jobs itself (clusters without the
-  controller), owned by one anchor object, and applies the same pure policies.
+- ``native``: keeps the JobSet in an anchor ConfigMap and creates the headless Service and
+  child Jobs itself (clusters without the controller), applying the same pure policies in
+  reconcile passes that every waiter drives.
 
-Both return the same :class:`~jobset_core.outcome.Outcome`; adapters never look further.
+Waiting is not the backend's business: the one observer (:mod:`jobset_core.observe`) and the
+one judge (:mod:`jobset_core.lifecycle`) do it for both.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from jobset_core.models import JobSet, JobSetStatus
-from jobset_core.outcome import Backend, Outcome, Progress
+from jobset_core.outcome import Backend, Outcome
 
-__all__ = [
-    "AsyncBackendProtocol",
-    "BackendProtocol",
-    "Handle",
-    "OnRestart",
-    "ProgressCallback",
-    "Submission",
-]
+if TYPE_CHECKING:
+    from jobset_core.observe import Kind, Observation, Target
 
-#: What ``wait`` does when the JobSet restarts: keep waiting (``"continue"``), or return a
-#: non-terminal outcome with phase ``Restarting`` so an orchestrator can turn the restart into
-#: a task retry (``"return"``). For the native backend, ``"return"`` stops after the attempt's
-#: Jobs are deleted and the restart is recorded; the next ``wait`` creates the next attempt.
-OnRestart = Literal["continue", "return"]
+__all__ = ["BackendChoice", "BackendProtocol", "Handle", "Pass", "Remember", "Submission"]
 
-ProgressCallback = Callable[[Progress], None]
+#: Hands an object the backend wrote (a create's or patch's answer) back to the observer.
+Remember = Callable[["Kind", Mapping[str, Any]], None]
+
+#: What a caller may ask for: ``auto`` is ``controller`` when the cluster serves
+#: ``jobset.x-k8s.io/v1alpha2``, else ``native``.
+BackendChoice = Literal["auto", "controller", "native"]
 
 
 @dataclass(frozen=True)
 class Handle:
-    """Which JobSet a backend is running: enough to reattach from another process."""
+    """Which JobSet a run is: enough to reattach from another process.
+
+    Attributes:
+        name: The JobSet's (and a native run's anchor's) name.
+        namespace: Its namespace.
+        uid: Its UID (the anchor's for a native run); ``""`` when not known yet.
+        backend: ``controller`` or ``native``.
+    """
 
     name: str
     namespace: str
@@ -48,93 +53,56 @@ class Handle:
 
 @dataclass(frozen=True)
 class Submission:
-    """The result of ``submit``: the handle and whether this call created the object
-    (``False``: an existing object with matching identity was adopted)."""
+    """The result of ``submit``.
+
+    Attributes:
+        handle: The run.
+        created: Whether this call created it (``False``: an existing run with matching
+            identity was adopted).
+        outcome: The run's state as the create (or the adoption's read) answered.
+        identity: The identity labels it carries.
+        obj: The JobSet (or anchor) as the API server answered.
+    """
 
     handle: Handle
     created: bool
+    outcome: Outcome
     identity: Mapping[str, str] = field(default_factory=dict)
+    obj: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def since(self) -> str | None:
+        """The ``resourceVersion`` the run was created at (``None`` when adopted: its
+        objects may be older)."""
+        if not self.created:
+            return None
+        meta = self.obj.get("metadata") or {}
+        return str(meta.get("resourceVersion") or "") or None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one drive of a run did (native reconcile passes; nothing for the controller).
+
+    Attributes:
+        acted: It changed something on the cluster (drive again once that is observed).
+        restarted: The failure policy decided a restart in this pass.
+        finished: The run is terminal and cleaned up after (upstream's ``Finished``).
+        deleted: The run's TTL expired and its anchor was deleted.
+        linger: Seconds until the TTL expires, when a waiter should stay for it.
+        failure: ``(reason, message)`` of a child object that cannot be created.
+    """
+
+    acted: bool = False
+    restarted: bool = False
+    finished: bool = False
+    deleted: bool = False
+    linger: float | None = None
+    failure: tuple[str, str] | None = None
 
 
 class BackendProtocol(Protocol):
-    """Synchronous backend."""
-
-    kind: Backend
-
-    def submit(
-        self,
-        jobset: JobSet,
-        *,
-        namespace: str,
-        identity: Mapping[str, str] | None = None,
-        expected_uid: str | None = None,
-    ) -> Submission:
-        """Create the JobSet, or adopt the existing one when its identity labels (and UID,
-        when given) match; raise ``IdentityMismatch`` otherwise. Never creates a duplicate."""
-        ...
-
-    def attach(
-        self,
-        name: str,
-        *,
-        namespace: str,
-        uid: str | None = None,
-        identity: Mapping[str, str] | None = None,
-    ) -> Handle:
-        """Reattach to a running JobSet by name (+ UID / identity checks)."""
-        ...
-
-    def status(self, handle: Handle) -> Outcome:
-        """A snapshot (``terminal_state`` is ``None`` while it runs)."""
-        ...
-
-    def jobset_status(self, handle: Handle) -> JobSetStatus:
-        """The run's status in the JobSet status shape (conditions, terminalState, restarts,
-        restartsCountTowardsMax, replicatedJobsStatus): the controller's for ``controller``,
-        the one the backend keeps on its anchor for ``native``. ``jobsetctl status -o json``
-        prints it."""
-        ...
-
-    def wait(
-        self,
-        handle: Handle,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        on_restart: OnRestart = "continue",
-    ) -> Outcome:
-        """Watch until terminal (or restart with ``on_restart="return"``); ``WaitTimeout``
-        when ``timeout`` seconds pass first (the JobSet is left running)."""
-        ...
-
-    def cancel(self, handle: Handle) -> None:
-        """One quick DELETE (foreground propagation), for signal handlers and kill paths."""
-        ...
-
-    def delete(self, handle: Handle, *, wait: bool = False, timeout: float | None = None) -> None:
-        """Delete everything the run created; optionally wait until it is all gone."""
-        ...
-
-    def stream_logs(
-        self,
-        handle: Handle,
-        *,
-        replicated_job: str | None = None,
-        job_index: int = 0,
-        pod_index: int = 0,
-        follow: bool = True,
-    ) -> Iterator[str]:
-        """Lines of one pod's log (default: the coordinator, else the first pod of the first
-        replicated job)."""
-        ...
-
-    def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
-        """The last lines of every failed pod of the run, by pod name."""
-        ...
-
-
-class AsyncBackendProtocol(Protocol):
-    """Asynchronous twin of :class:`BackendProtocol`: same names, same behaviour."""
+    """What the lifecycle asks of a backend."""
 
     kind: Backend
 
@@ -145,7 +113,10 @@ class AsyncBackendProtocol(Protocol):
         namespace: str,
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
-    ) -> Submission: ...
+    ) -> Submission:
+        """Create the run, or adopt the existing one when its identity labels (and UID, when
+        given) match; raise ``IdentityMismatch`` otherwise. Never creates a duplicate."""
+        ...
 
     async def attach(
         self,
@@ -154,35 +125,37 @@ class AsyncBackendProtocol(Protocol):
         namespace: str,
         uid: str | None = None,
         identity: Mapping[str, str] | None = None,
-    ) -> Handle: ...
+    ) -> Submission:
+        """Reattach to an existing run by name (+ UID / identity checks)."""
+        ...
 
-    async def status(self, handle: Handle) -> Outcome: ...
+    async def find(self, *, namespace: str, label_selector: Any) -> list[Submission]:
+        """Every run in ``namespace`` whose labels match the selector."""
+        ...
 
-    async def jobset_status(self, handle: Handle) -> JobSetStatus: ...
+    def target(self, handle: Handle, *, since: str | None = None, seeds: Any = ()) -> Target:
+        """What the observer tracks for this run."""
+        ...
 
-    async def wait(
-        self,
-        handle: Handle,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        on_restart: OnRestart = "continue",
-    ) -> Outcome: ...
+    async def drive(
+        self, handle: Handle, observation: Observation, *, create: bool, remember: Remember
+    ) -> Pass:
+        """Move the run on from what was observed (native reconcile; nothing for the
+        controller)."""
+        ...
 
-    async def cancel(self, handle: Handle) -> None: ...
+    async def set_suspend(self, handle: Handle, suspend: bool) -> None:
+        """Suspend (``True``) or resume the run."""
+        ...
 
-    async def delete(
-        self, handle: Handle, *, wait: bool = False, timeout: float | None = None
-    ) -> None: ...
+    async def cancel(self, handle: Handle) -> None:
+        """One quick DELETE (foreground propagation, UID precondition); gone is fine."""
+        ...
 
-    def stream_logs(
-        self,
-        handle: Handle,
-        *,
-        replicated_job: str | None = None,
-        job_index: int = 0,
-        pod_index: int = 0,
-        follow: bool = True,
-    ) -> AsyncIterator[str]: ...
+    async def leftovers(self, handle: Handle) -> list[str]:
+        """What of the run still exists, as ``kind/name``."""
+        ...
 
-    async def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]: ...
+    def status_of(self, observation: Observation) -> JobSetStatus:
+        """The run's status in the JobSet status shape."""
+        ...

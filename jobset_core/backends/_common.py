@@ -12,7 +12,8 @@ them here:
   events and decides when a wait is over, :func:`status_document` is the ``-o json`` shape;
 * pods: :func:`choose_log_pod` (coordinator, else the first pod of the first replicated
   job), :func:`termination_result` (the run's result), :func:`failed_pods`;
-* events: :func:`creation_failure` recognises the controller's creation-failure warnings.
+* events: :func:`creation_failure` recognises the controller's creation-failure warnings;
+* cleanup: :func:`leftovers` lists what of a run still exists.
 """
 
 from __future__ import annotations
@@ -25,14 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_core import labels as L
-from jobset_core.errors import (
-    CreationFailed,
-    IdentityMismatch,
-    JobSetError,
-    NotFound,
-    Problem,
-    SpecError,
-)
+from jobset_core.errors import IdentityMismatch, Problem, SpecError
 from jobset_core.models import Condition, JobSet, JobSetStatus
 from jobset_core.naming import dns1035_label_errors, label_value_errors
 from jobset_core.outcome import (
@@ -51,11 +45,7 @@ __all__ = [
     "CREATION_FAILURE_REASONS",
     "IDENTITY_PREFIX",
     "NAME_HASH_LENGTH",
-    "SOURCE_DELETED",
-    "SOURCE_EVENT",
-    "SOURCE_LIST",
     "PodRef",
-    "Verdict",
     "WaitStep",
     "WaitTracker",
     "adoption_problem",
@@ -66,9 +56,7 @@ __all__ = [
     "failed_pods",
     "identity_labels",
     "job_failure",
-    "jobset_gone",
     "jobset_selector",
-    "judge",
     "label_safe",
     "leftovers",
     "log_pod_target",
@@ -501,69 +489,6 @@ class WaitTracker:
         return WaitStep(outcome, progress, outcome.phase.terminal or restarted, restarted)
 
 
-#: Sources of the items a wait reads: the (re)list of the JobSet, a watch event type
-#: (``ADDED``, ``MODIFIED``, ``DELETED``), or one of the JobSet's Events.
-SOURCE_LIST = "list"
-SOURCE_DELETED = "DELETED"
-SOURCE_EVENT = "event"
-
-
-def jobset_gone(namespace: str, name: str, uid: str) -> NotFound:
-    """The error of a wait whose JobSet was deleted (or replaced by a namesake)."""
-    return NotFound(404, "NotFound", f"JobSet {namespace}/{name} (uid {uid}) is gone")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What one item read by a wait asks the waiter to do, in this order: report
-    ``progress``; raise ``error``; end the wait with ``outcome`` (a terminal one once the
-    run's result is read from ``jobset``'s pods, or, when ``restarted``, a restart once the
-    backend has read how ``failed_job`` failed; see :func:`restart_details`).
-    """
-
-    progress: Progress | None = None
-    error: JobSetError | None = None
-    outcome: Outcome | None = None
-    restarted: bool = False
-    failed_job: str | None = None
-    jobset: JobSet | None = None
-
-
-def judge(
-    tracker: WaitTracker, *, namespace: str, name: str, uid: str, source: str, item: Any
-) -> Verdict:
-    """Judge one item of a wait's streams (a JobSet snapshot, or an Event with
-    ``source == SOURCE_EVENT``) for the JobSet ``namespace/name`` with ``uid``."""
-    if source == SOURCE_EVENT:
-        failure = creation_failure(item, namespace, name)
-        if failure is None:
-            return Verdict()
-        progress = Progress(
-            kind="creation-failed",
-            phase=tracker.last.phase if tracker.last else Phase.PENDING,
-            restarts=tracker.last.restarts if tracker.last else 0,
-            reason=failure.reason,
-            message=failure.message,
-        )
-        return Verdict(progress=progress, error=failure)
-    if uid and item.metadata.uid != uid:
-        return Verdict(error=jobset_gone(namespace, name, uid))
-    step = tracker.observe(item)
-    if step.restarted:
-        return Verdict(
-            step.progress,
-            outcome=step.outcome,
-            restarted=True,
-            failed_job=restart_failed_job(item),
-            jobset=item,
-        )
-    if step.done:
-        return Verdict(step.progress, outcome=step.outcome, jobset=item)
-    if source == SOURCE_DELETED:
-        return Verdict(step.progress, error=jobset_gone(namespace, name, uid))
-    return Verdict(step.progress)
-
-
 # ------------------------------------------------------------------------------- pods
 
 
@@ -723,8 +648,8 @@ def pod_container(pod: Mapping[str, Any]) -> str | None:
 # ------------------------------------------------------------------------------- events
 
 
-def creation_failure(event: Mapping[str, Any], namespace: str, name: str) -> CreationFailed | None:
-    """The error a controller event stands for, when it reports that a child object cannot be
+def creation_failure(event: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(reason, message)`` of a controller event that reports that a child object cannot be
     created (``JobCreationFailed``, ``HeadlessServiceCreationFailed``, ``PVCCreationFailed``).
 
     An ``AlreadyExists``-only failure is ignored: it is the controller racing its own cache
@@ -737,7 +662,7 @@ def creation_failure(event: Mapping[str, Any], namespace: str, name: str) -> Cre
     parts = [p for p in re.split(r"[\n;]", message) if p.strip()]
     if parts and all("already exists" in p for p in parts):
         return None
-    return CreationFailed(namespace, name, reason, message)
+    return reason, message
 
 
 def job_failure(job: Mapping[str, Any]) -> str:

@@ -1,26 +1,28 @@
-"""``auto``: the controller backend where the JobSet API is served, else the native one.
+"""Which backend runs a JobSet: ``auto``, ``controller`` or ``native``.
 
-The choice is one discovery request (``GET /apis/jobset.x-k8s.io/v1alpha2``); the native
-backend is imported only when it is chosen.
+``auto`` is ``controller`` where the cluster serves ``jobset.x-k8s.io/v1alpha2`` (one
+discovery request), else ``native``. To reattach to a run whose backend is not known,
+:func:`locate` looks for the JobSet, then for a native anchor of that name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends._base import AsyncBackendProtocol, BackendProtocol
+from jobset_core.backends._base import BackendChoice, BackendProtocol, Submission
+from jobset_core.errors import IdentityMismatch, NotFound
 from jobset_core.outcome import Backend
 
 if TYPE_CHECKING:  # the caller already holds a client; importing one here is not needed
-    from jobset_core.client import AsyncJobSetClient, JobSetClient
+    from jobset_core.client import Client
 
-__all__ = ["BackendChoice", "choose_async_backend", "choose_backend", "resolve_kind"]
+__all__ = ["BACKEND_CHOICES", "choose_backend", "locate", "make_backend", "resolve_kind"]
 
-#: What a caller may ask for.
-BackendChoice = Literal["auto", "controller", "native"]
+BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "controller", "native")
 
 
-def resolve_kind(choice: BackendChoice, jobset_api_served: bool) -> Backend:
+def resolve_kind(choice: str, jobset_api_served: bool) -> Backend:
     """The backend a choice stands for: ``auto`` is ``controller`` when the
     ``jobset.x-k8s.io/v1alpha2`` API is served, else ``native``.
 
@@ -30,41 +32,73 @@ def resolve_kind(choice: BackendChoice, jobset_api_served: bool) -> Backend:
     if choice == "auto":
         return "controller" if jobset_api_served else "native"
     if choice in ("controller", "native"):
-        return choice
+        return choice  # type: ignore[return-value]
     raise ValueError(f"unknown backend {choice!r}; use auto, controller or native")
 
 
-def choose_backend(
-    client: JobSetClient, choice: BackendChoice = "auto", **options: Any
-) -> BackendProtocol:
-    """A synchronous backend over ``client`` (``options`` go to its constructor).
-
-    Example:
-        >>> backend = choose_backend(JobSetClient())  # doctest: +SKIP
-        >>> backend.kind  # doctest: +SKIP
-        'controller'
-    """
-    served = client.jobset_api_served() if choice == "auto" else False
-    if resolve_kind(choice, served) == "controller":
+def make_backend(client: Client, kind: Backend, **options: Any) -> BackendProtocol:
+    """The backend ``kind`` over ``client`` (``options`` go to its constructor)."""
+    if kind == "controller":
         from jobset_core.backends.controller import ControllerBackend
 
         return ControllerBackend(client, **options)
     from jobset_core.backends.native import NativeBackend
 
-    backend: BackendProtocol = NativeBackend(client, **options)
-    return backend
+    return NativeBackend(client, **options)
 
 
-async def choose_async_backend(
-    client: AsyncJobSetClient, choice: BackendChoice = "auto", **options: Any
-) -> AsyncBackendProtocol:
-    """The asynchronous twin of :func:`choose_backend`."""
+async def choose_backend(client: Client, choice: str = "auto", **options: Any) -> BackendProtocol:
+    """The backend a choice stands for over ``client``.
+
+    Example:
+        >>> backend = await choose_backend(client)  # doctest: +SKIP
+        >>> backend.kind  # doctest: +SKIP
+        'controller'
+    """
+    resolve_kind(choice, False)  # refuse an unknown choice before any request
     served = await client.jobset_api_served() if choice == "auto" else False
-    if resolve_kind(choice, served) == "controller":
-        from jobset_core.backends.controller import AsyncControllerBackend
+    return make_backend(client, resolve_kind(choice, served), **options)
 
-        return AsyncControllerBackend(client, **options)
-    from jobset_core.backends.native import AsyncNativeBackend
 
-    backend: AsyncBackendProtocol = AsyncNativeBackend(client, **options)
-    return backend
+async def locate(
+    client: Client,
+    name: str,
+    *,
+    namespace: str,
+    choice: str = "auto",
+    uid: str | None = None,
+    identity: Mapping[str, str] | None = None,
+    **options: Any,
+) -> tuple[BackendProtocol, Submission]:
+    """Find an existing run by name: with ``auto``, the JobSet when the API is served and one
+    exists, else the native anchor of that name.
+
+    Raises:
+        NotFound: neither exists.
+        IdentityMismatch: it exists but does not match ``uid`` / ``identity``.
+    """
+    resolve_kind(choice, False)
+    if choice != "auto":
+        backend = make_backend(client, resolve_kind(choice, False), **options)
+        return backend, await backend.attach(name, namespace=namespace, uid=uid, identity=identity)
+    kinds: list[Backend] = ["native"]
+    if await client.jobset_api_served():
+        kinds.insert(0, "controller")
+    missing: list[str] = []
+    for kind in kinds:
+        backend = make_backend(client, kind, **options)
+        try:
+            found = await backend.attach(name, namespace=namespace, uid=uid, identity=identity)
+        except NotFound:
+            missing.append("JobSet" if kind == "controller" else "native anchor ConfigMap")
+            continue
+        except IdentityMismatch:
+            if kind == "native" and len(kinds) > 1:  # a ConfigMap of that name, not an anchor
+                missing.append("native anchor ConfigMap")
+                continue
+            raise
+        return backend, found
+    looked = " nor a ".join(missing)
+    raise NotFound(
+        404, "NotFound", f"{name!r} not found in namespace {namespace!r}: no {looked} of that name"
+    )

@@ -1,13 +1,17 @@
 """``jobsetctl`` subcommands that talk to a cluster: ``run``, ``status``, ``delete``, ``logs``.
 
 * ``jobsetctl run FILE [--backend auto|controller|native] [-n NS] [--timeout S]
-  [--follow-logs]``: submit (or reattach to) the JobSet, wait, print one progress line per
-  change, then the outcome and the result.
+  [--follow-logs] [--delete-policy P]``: submit (or reattach to) the JobSet, wait, print one
+  progress line per change, then the outcome and the result.
 * ``jobsetctl status NAME [-n NS] [-o json]``: a human summary, or the JobSet status shape
   (conditions, terminalState, restarts, restartsCountTowardsMax, replicatedJobsStatus) for
   either backend.
 * ``jobsetctl delete NAME [-n NS] [--wait]``: delete with foreground propagation.
 * ``jobsetctl logs NAME [-n NS] [--replicated-job R --job-index J --pod-index P] [--follow]``.
+
+Without ``--backend``, ``status``, ``delete`` and ``logs`` find the run whichever backend runs
+it (the JobSet, else a native anchor of that name). Every command runs the core's one
+lifecycle (:class:`~jobset_core.lifecycle.Run`) through :func:`jobset_core.blocking.run`.
 
 Exit codes: 0 completed (or done), 1 failed (or an error from the cluster), 2 invalid input,
 3 timeout. Connection settings come from ``--kubeconfig``/``--context``, else ``$KUBECONFIG``
@@ -26,9 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from jobset_core.cli._base import (
@@ -41,15 +45,16 @@ from jobset_core.cli._base import (
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
 if TYPE_CHECKING:
-    from jobset_core.backends import BackendProtocol, Handle
-    from jobset_core.client import JobSetClient
+    from jobset_core.lifecycle import Handle, LogLine, Run
     from jobset_core.models import JobSet
     from jobset_core.outcome import Outcome
 
 __all__ = ["CLUSTER_COMMANDS"]
 
 _BACKENDS = ("auto", "controller", "native")
-_LOG_JOIN_SECONDS = 10.0  # the stream ends by itself once the container has stopped
+_DELETE_POLICIES = ("never", "on_timeout", "on_success", "always")  # lifecycle.DELETE_POLICIES
+#: Exit code of each verdict of ``run``.
+_EXIT = {"completed": EXIT_COMPLETED, "timeout": EXIT_TIMEOUT}
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,25 +74,38 @@ def _add_connection(parser: argparse.ArgumentParser, *, with_backend: bool = Tru
         )
 
 
-@contextmanager
-def _session(args: argparse.Namespace) -> Iterator[tuple[JobSetClient, BackendProtocol]]:
-    from jobset_core.backends.auto import choose_backend
-    from jobset_core.client import ClientSettings, JobSetClient
+@asynccontextmanager
+async def _session(args: argparse.Namespace) -> AsyncIterator[Run]:
+    from jobset_core.client import Client, ClientSettings
+    from jobset_core.lifecycle import Run
+    from jobset_core.observe import Observer
 
     settings = ClientSettings(kubeconfig_path=args.kubeconfig, context=args.context)
-    with JobSetClient(settings) as client:
-        yield client, choose_backend(client, args.backend)
+    async with Client(settings) as client:
+        observer = Observer(client, scope="run")
+        try:
+            yield Run(observer)
+        finally:
+            await observer.aclose()
 
 
-def _guard(name: str, work: Callable[[argparse.Namespace, Streams], int]) -> Any:
-    """Run a command, turning our errors into a message and an exit code."""
+def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[int]]) -> Any:
+    """Run a command through the blocking façade, turning our errors into a message and an
+    exit code."""
 
     def run(args: argparse.Namespace, streams: Streams) -> int:
-        from jobset_core.client import ConfigError
-        from jobset_core.errors import Invalid, JobSetError, SpecError, WaitTimeout
+        from jobset_core.blocking import run as blocking_run
+        from jobset_core.errors import (
+            ConfigError,
+            Invalid,
+            JobSetError,
+            RunEnded,
+            SpecError,
+            WaitTimeout,
+        )
 
         try:
-            return work(args, streams)
+            return blocking_run(lambda: work(args, streams))
         except SpecError as err:
             source = f"{err.source}: " if err.source else ""
             for problem in err.problems:
@@ -104,9 +122,12 @@ def _guard(name: str, work: Callable[[argparse.Namespace, Streams], int]) -> Any
         except WaitTimeout as err:
             _say(streams.err, f"jobsetctl {name}: {err}")
             return EXIT_TIMEOUT
-        except JobSetError as err:
+        except (RunEnded, JobSetError) as err:
             _say(streams.err, f"jobsetctl {name}: {err}")
             return EXIT_FAILED
+        except KeyboardInterrupt:
+            _say(streams.err, f"jobsetctl {name}: interrupted")
+            return 130
 
     return run
 
@@ -116,8 +137,9 @@ def _say(stream: TextIO, line: str) -> None:
     stream.flush()
 
 
-def _attach(backend: BackendProtocol, args: argparse.Namespace) -> Handle:
-    return backend.attach(args.name, namespace=args.namespace or "default")
+async def _find(run: Run, args: argparse.Namespace) -> Handle:
+    found = await run.locate(args.name, namespace=args.namespace or "default", backend=args.backend)
+    return found.handle
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,6 +154,13 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--follow-logs", action="store_true", help="stream the coordinator's (or first) pod log"
+    )
+    parser.add_argument(
+        "--delete-policy",
+        choices=_DELETE_POLICIES,
+        default="never",
+        help="delete the JobSet when the run ends: never (default), on_timeout, on_success "
+        "(and on timeout), always",
     )
     parser.add_argument(
         "--identity",
@@ -162,7 +191,7 @@ def _load_one(file: str, streams: Streams) -> JobSet:
 
 
 def _identity(jobset: JobSet, pairs: Sequence[str]) -> dict[str, str]:
-    from jobset_core.backends._common import spec_fingerprint
+    from jobset_core.backends import spec_fingerprint
 
     identity = {"spec": spec_fingerprint(jobset)}
     for pair in pairs:
@@ -171,19 +200,6 @@ def _identity(jobset: JobSet, pairs: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"--identity expects KEY=VALUE, got {pair!r}")
         identity[key] = value
     return identity
-
-
-def _follow_logs(backend: BackendProtocol, handle: Handle, out: TextIO) -> threading.Thread:
-    def copy() -> None:
-        try:
-            for line in backend.stream_logs(handle, follow=True):
-                _say(out, f"log: {line}")
-        except Exception as err:  # a log stream is a courtesy: never fail the run over it
-            _say(out, f"log: <stream ended: {err}>")
-
-    thread = threading.Thread(target=copy, daemon=True)
-    thread.start()
-    return thread
 
 
 def _summary(outcome: Outcome) -> list[str]:
@@ -204,32 +220,53 @@ def _summary(outcome: Outcome) -> list[str]:
     return lines
 
 
-def _run(args: argparse.Namespace, streams: Streams) -> int:
+async def _run(args: argparse.Namespace, streams: Streams) -> int:
+    from jobset_core.backends import Submission
+    from jobset_core.lifecycle import LogTarget, WaitRules
+
     jobset = _load_one(args.file, streams)
     namespace = args.namespace or jobset.metadata.namespace or "default"
     identity = _identity(jobset, args.identity)
-    with _session(args) as (_, backend):
-        submission = backend.submit(jobset, namespace=namespace, identity=identity)
+
+    def submitted(submission: Submission) -> None:
         handle = submission.handle
         verb = "created" if submission.created else "adopted"
         _say(
             streams.out,
             f"{verb}: JobSet {namespace}/{handle.name} uid={handle.uid} backend={handle.backend}",
         )
-        logs = _follow_logs(backend, handle, streams.out) if args.follow_logs else None
-        outcome = backend.wait(
-            handle, timeout=args.timeout, on_progress=lambda p: _say(streams.out, p.line())
+
+    def log(line: LogLine) -> None:
+        _say(streams.out, f"log: {line.text}")
+
+    deadline = None if args.timeout is None else time.time() + args.timeout
+    async with _session(args) as run:
+        finished = await run.execute(
+            jobset,
+            namespace=namespace,
+            identity=identity,
+            backend=args.backend,
+            deadline=deadline,
+            rules=WaitRules(budget=args.timeout),
+            delete_policy=args.delete_policy,
+            cancel_on_kill=False,  # a killed jobsetctl leaves the run: run it again to adopt
+            pod_log_lines=20,
+            on_submit=submitted,
+            on_progress=lambda p: _say(streams.out, p.line()),
+            logs=LogTarget() if args.follow_logs else None,
+            on_log=log,
         )
-        if logs is not None:
-            logs.join(_LOG_JOIN_SECONDS)
-        for line in _summary(outcome):
+    verdict = finished.verdict
+    if verdict.kind in ("completed", "failed"):
+        for line in _summary(verdict.outcome) if verdict.outcome is not None else []:
             _say(streams.out, line)
-        if outcome.succeeded:
-            return EXIT_COMPLETED
-        for pod, text in backend.failed_pod_logs(handle, tail_lines=20).items():
-            _say(streams.err, f"--- failed pod {pod} (last lines)")
-            streams.err.write(text if text.endswith("\n") or not text else text + "\n")
-        return EXIT_FAILED
+    _say(streams.out if verdict.ok else streams.err, f"jobsetctl run: {verdict.message}")
+    for pod, text in sorted(finished.pod_logs.items()):
+        _say(streams.err, f"--- failed pod {pod} (last lines)")
+        streams.err.write(text if text.endswith("\n") or not text else text + "\n")
+    if finished.deleted:
+        _say(streams.out, f"deleted: JobSet {namespace}/{verdict.name} ({args.delete_policy})")
+    return _EXIT.get(verdict.kind, EXIT_FAILED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,20 +281,19 @@ def _configure_status(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _status(args: argparse.Namespace, streams: Streams) -> int:
-    from jobset_core.backends._common import status_document
+async def _status(args: argparse.Namespace, streams: Streams) -> int:
+    from jobset_core.backends import status_document
 
-    with _session(args) as (_, backend):
-        handle = _attach(backend, args)
-        if args.output == "json":
-            document = status_document(backend.jobset_status(handle))
-            _say(streams.out, json.dumps(document, indent=2, sort_keys=True))
-            return EXIT_COMPLETED
-        outcome = backend.status(handle)
-        _say(streams.out, f"backend: {handle.backend} uid: {handle.uid}")
-        for line in _summary(outcome):
-            _say(streams.out, line)
+    async with _session(args) as run:
+        handle = await _find(run, args)
+        outcome, status = await run.status(handle)
+    if args.output == "json":
+        _say(streams.out, json.dumps(status_document(status), indent=2, sort_keys=True))
         return EXIT_COMPLETED
+    _say(streams.out, f"backend: {handle.backend} uid: {handle.uid}")
+    for line in _summary(outcome):
+        _say(streams.out, line)
+    return EXIT_COMPLETED
 
 
 def _configure_delete(parser: argparse.ArgumentParser) -> None:
@@ -269,13 +305,13 @@ def _configure_delete(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="S", help="longest wait (exit 3)")
 
 
-def _delete(args: argparse.Namespace, streams: Streams) -> int:
-    with _session(args) as (_, backend):
-        handle = _attach(backend, args)
-        backend.delete(handle, wait=args.wait, timeout=args.timeout)
-        gone = "deleted" if args.wait else "deletion requested"
-        _say(streams.out, f"{gone}: JobSet {handle.namespace}/{handle.name}")
-        return EXIT_COMPLETED
+async def _delete(args: argparse.Namespace, streams: Streams) -> int:
+    async with _session(args) as run:
+        handle = await _find(run, args)
+        await run.delete(handle, wait=args.wait, timeout=args.timeout)
+    gone = "deleted" if args.wait else "deletion requested"
+    _say(streams.out, f"{gone}: JobSet {handle.namespace}/{handle.name}")
+    return EXIT_COMPLETED
 
 
 def _configure_logs(parser: argparse.ArgumentParser) -> None:
@@ -287,19 +323,16 @@ def _configure_logs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--follow", action="store_true", help="stream while it runs")
 
 
-def _logs(args: argparse.Namespace, streams: Streams) -> int:
-    with _session(args) as (_, backend):
-        handle = _attach(backend, args)
-        lines = backend.stream_logs(
-            handle,
-            replicated_job=args.replicated_job,
-            job_index=args.job_index,
-            pod_index=args.pod_index,
-            follow=args.follow,
+async def _logs(args: argparse.Namespace, streams: Streams) -> int:
+    from jobset_core.lifecycle import LogTarget
+
+    target = LogTarget(args.replicated_job, args.job_index, args.pod_index)
+    async with _session(args) as run:
+        handle = await _find(run, args)
+        await run.read_log(
+            handle, target, follow=args.follow, sink=lambda line: _say(streams.out, line.text)
         )
-        for line in lines:
-            _say(streams.out, line)
-        return EXIT_COMPLETED
+    return EXIT_COMPLETED
 
 
 # --------------------------------------------------------------------------------------------

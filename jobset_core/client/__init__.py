@@ -1,9 +1,9 @@
-"""Talking to the API server: twin sync/async clients over one pure request/decision core.
+"""Talking to the API server: one async client over a pure request/decision core.
 
-The official ``kubernetes`` (sync) and ``kubernetes_asyncio`` (async) clients do the HTTP and
-the authentication; this package decides what to send, what an answer means, and when to try
-again. Names are resolved on first use, so a sync caller never pays for importing the async
-client (and the other way round).
+The official ``kubernetes_asyncio`` client does the HTTP and the authentication; this package
+decides what to send, what an answer means, and when to try again (:mod:`._core`,
+:mod:`._watch`, both pure). Names are resolved on first use, so importing the package never
+imports ``kubernetes_asyncio``.
 """
 
 from __future__ import annotations
@@ -12,36 +12,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jobset_core.client._core import ObjectList, RetryPolicy, Unreachable
+    from jobset_core.client._client import Client, ClientStats
+    from jobset_core.client._core import ObjectList, RetryPolicy
     from jobset_core.client._watch import EventType, WatchEvent, WatchState
-    from jobset_core.client.aio import AsyncJobSetClient
-    from jobset_core.client.config import ClientSettings, ConfigError
-    from jobset_core.client.sync import JobSetClient
+    from jobset_core.client.config import ClientSettings, default_namespace
 
 __all__ = [
-    "AsyncJobSetClient",
+    "Client",
     "ClientSettings",
-    "ConfigError",
+    "ClientStats",
     "EventType",
-    "JobSetClient",
     "ObjectList",
     "RetryPolicy",
-    "Unreachable",
     "WatchEvent",
     "WatchState",
+    "default_namespace",
 ]
 
 _WHERE = {
-    "AsyncJobSetClient": "jobset_core.client.aio",
+    "Client": "jobset_core.client._client",
     "ClientSettings": "jobset_core.client.config",
-    "ConfigError": "jobset_core.client.config",
+    "ClientStats": "jobset_core.client._client",
     "EventType": "jobset_core.client._watch",
-    "JobSetClient": "jobset_core.client.sync",
     "ObjectList": "jobset_core.client._core",
     "RetryPolicy": "jobset_core.client._core",
-    "Unreachable": "jobset_core.client._core",
     "WatchEvent": "jobset_core.client._watch",
     "WatchState": "jobset_core.client._watch",
+    "default_namespace": "jobset_core.client.config",
 }
 
 

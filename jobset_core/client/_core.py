@@ -28,9 +28,10 @@ from jobset_core.errors import (
     NotFound,
     ServerError,
     TooManyRequests,
+    Unreachable,
 )
 from jobset_core.models import JobSet, to_plain
-from jobset_core.resources import JOB, JOBSET, SERVICE, ApiResource
+from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, SERVICE, ApiResource
 
 __all__ = [
     "CONFIG_MAP",
@@ -46,7 +47,8 @@ __all__ = [
     "Request",
     "RetryPolicy",
     "Selector",
-    "Unreachable",
+    "access_allowed",
+    "access_review",
     "as_object",
     "create",
     "decode_body",
@@ -68,10 +70,6 @@ __all__ = [
     "unreachable",
     "watch",
 ]
-
-CONFIG_MAP = ApiResource(group="", version="v1", kind="ConfigMap", plural="configmaps")
-POD = ApiResource(group="", version="v1", kind="Pod", plural="pods")
-EVENT = ApiResource(group="", version="v1", kind="Event", plural="events")
 
 PatchType = Literal["merge", "json", "strategic"]
 Propagation = Literal["Foreground", "Background", "Orphan"]
@@ -95,14 +93,6 @@ _ERROR_CLASSES: dict[int, type[ApiError]] = {
     422: Invalid,
     429: TooManyRequests,
 }
-
-
-class Unreachable(JobSetError):
-    """The API server could not be reached, or a connection broke mid-answer.
-
-    Not an :class:`~jobset_core.errors.ApiError`: no server answered. Reads are retried with
-    backoff before this surfaces; a watch that drops raises it so the caller reconnects.
-    """
 
 
 @dataclass(frozen=True)
@@ -136,10 +126,17 @@ class Request:
 
 @dataclass(frozen=True)
 class ObjectList(Generic[T]):
-    """The items of a list call and the collection's ``resourceVersion`` to watch from."""
+    """The items of a list call and the collection's ``resourceVersion`` to watch from.
+
+    Attributes:
+        items: The objects of this answer (one page when the call set a ``limit``).
+        resource_version: The snapshot the items belong to: where a watch continues.
+        continue_: The token of the next page (``""``: this was the last one).
+    """
 
     items: list[T]
     resource_version: str
+    continue_: str = ""
 
 
 # --------------------------------------------------------------------------- requests
@@ -206,21 +203,30 @@ def get(resource: ApiResource, namespace: str, name: str) -> Request:
 
 def list_(
     resource: ApiResource,
-    namespace: str,
+    namespace: str | None,
     *,
     label_selector: Selector | None = None,
     field_selector: Selector | None = None,
+    limit: int | None = None,
+    continue_: str | None = None,
 ) -> Request:
-    """``GET`` a collection (one page holding everything, so its resourceVersion is a snapshot)."""
+    """``GET`` a collection (``namespace=None``: across all namespaces).
+
+    Without ``limit`` one answer holds everything; with it the answer is one page and its
+    ``continue`` token asks for the next one (every page belongs to the same snapshot).
+    """
     query = _params(
-        labelSelector=render_selector(label_selector), fieldSelector=render_selector(field_selector)
+        labelSelector=render_selector(label_selector),
+        fieldSelector=render_selector(field_selector),
+        limit=None if limit is None else str(int(limit)),
+        **{"continue": continue_ or None},
     )
     return Request("GET", _path(resource, namespace), query, verb="list", resource=_label(resource))
 
 
 def watch(
     resource: ApiResource,
-    namespace: str,
+    namespace: str | None,
     *,
     resource_version: str | None = None,
     label_selector: Selector | None = None,
@@ -325,6 +331,36 @@ def discovery(group: str = JOBSET.group, version: str = JOBSET.version) -> Reque
     return Request("GET", f"/apis/{_segment(group)}/{_segment(version)}", verb="get")
 
 
+def access_review(
+    verb: str, resource: ApiResource, namespace: str | None = None, name: str | None = None
+) -> Request:
+    """``POST`` a ``SelfSubjectAccessReview``: may this identity ``verb`` the resource (in
+    ``namespace``; ``None``: across all namespaces)? Every authenticated identity may ask."""
+    attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
+    if namespace is not None:
+        attributes["namespace"] = namespace
+    if name is not None:
+        attributes["name"] = name
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    return Request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body=body,
+        verb="create",
+        resource="selfsubjectaccessreviews.authorization.k8s.io",
+    )
+
+
+def access_allowed(answer: Any) -> bool:
+    """Whether a ``SelfSubjectAccessReview`` answer allows the request."""
+    status = answer.get("status") if isinstance(answer, dict) else None
+    return bool(isinstance(status, dict) and status.get("allowed") is True)
+
+
 def _params(**values: str | None) -> tuple[tuple[str, str], ...]:
     return tuple((key, value) for key, value in values.items() if value is not None)
 
@@ -413,7 +449,11 @@ def decode_list(data: Any, item: Callable[[Any], T]) -> ObjectList[T]:
             entry.setdefault("apiVersion", api_version)
         items.append(item(entry))
     metadata = obj.get("metadata") or {}
-    return ObjectList(items=items, resource_version=str(metadata.get("resourceVersion") or ""))
+    return ObjectList(
+        items=items,
+        resource_version=str(metadata.get("resourceVersion") or ""),
+        continue_=str(metadata.get("continue") or ""),
+    )
 
 
 def jobset_api_in(document: Any) -> bool:

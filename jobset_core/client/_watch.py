@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from jobset_core.client._core import Unreachable, error_from_response, truncate
-from jobset_core.errors import ApiError, Gone, JobSetError, ServerError
+from jobset_core.client._core import error_from_response, truncate
+from jobset_core.errors import ApiError, Gone, JobSetError, ServerError, Unreachable
 
 __all__ = ["EventType", "LineBuffer", "WatchEvent", "WatchState"]
 

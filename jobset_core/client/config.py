@@ -1,9 +1,9 @@
 """Where the client connects: a kubeconfig file, a kubeconfig's content, or in-cluster.
 
 :class:`ClientSettings` is plain data (an Airflow connection or a KFP parameter can hold it).
-The loaders hand it to the official clients' own config loaders, which already handle every
-kubeconfig authentication (client certificates, tokens, exec plugins, in-cluster service
-account tokens with refresh): this module writes none of that itself.
+The loader hands it to the official ``kubernetes_asyncio`` config loader, which already handles
+every kubeconfig authentication (client certificates, tokens, exec plugins, in-cluster service
+account tokens): this module writes none of that itself.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import yaml
 
-from jobset_core.errors import JobSetError
+from jobset_core.errors import ConfigError
 
 __all__ = [
     "ClientSettings",
@@ -25,18 +25,13 @@ __all__ = [
     "choose_source",
     "context_namespace",
     "default_namespace",
-    "load_async_api_client",
-    "load_sync_api_client",
+    "load_configuration",
 ]
 
 Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
 
 _SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 _SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-class ConfigError(JobSetError, ValueError):
-    """The connection settings are contradictory, or the official loader rejected them."""
 
 
 @dataclass(frozen=True)
@@ -157,40 +152,8 @@ def _path(settings: ClientSettings) -> str | None:
     return None if settings.kubeconfig_path is None else os.fspath(settings.kubeconfig_path)
 
 
-def load_sync_api_client(settings: ClientSettings | None = None) -> Any:
-    """A ``kubernetes.client.ApiClient`` configured by the official ``kubernetes.config``.
-
-    Raises:
-        ConfigError: the official loader rejected the settings.
-    """
-    from kubernetes import client, config
-
-    settings = settings or ClientSettings()
-    source = _resolve(settings)
-    configuration = client.Configuration()
-    try:
-        if source == "in_cluster":
-            config.load_incluster_config(client_configuration=configuration)
-        elif source == "kubeconfig_dict":
-            config.load_kube_config_from_dict(
-                dict(settings.kubeconfig or {}),
-                context=settings.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        else:
-            config.load_kube_config(
-                config_file=_path(settings),
-                context=settings.context,
-                client_configuration=configuration,
-            )
-    except (config.ConfigException, OSError) as err:
-        raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
-    return client.ApiClient(configuration)
-
-
-async def load_async_api_client(settings: ClientSettings | None = None) -> Any:
-    """A ``kubernetes_asyncio.client.ApiClient`` configured by ``kubernetes_asyncio.config``.
+async def load_configuration(settings: ClientSettings | None = None) -> Any:
+    """A ``kubernetes_asyncio.client.Configuration`` filled by ``kubernetes_asyncio.config``.
 
     Raises:
         ConfigError: the official loader rejected the settings.
@@ -218,4 +181,4 @@ async def load_async_api_client(settings: ClientSettings | None = None) -> Any:
             )
     except (config.ConfigException, OSError) as err:
         raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
-    return client.ApiClient(configuration)
+    return configuration

@@ -66,7 +66,6 @@ def main(spec: dict[str, Any]) -> None:
         backend=spec["backend"],
         deferrable=spec["deferrable"],
         delete_policy="never",
-        poll_interval=1.0,
     )
     ti = _TI(spec["run_id"])
     context = {"ti": ti}

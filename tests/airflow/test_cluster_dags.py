@@ -44,7 +44,7 @@ def jobset(name, annotations, max_restarts=0):
 
 
 common = dict(namespace={ns!r}, backend={backend!r}, deferrable={deferrable!r},
-              delete_policy="never", poll_interval=1.0)
+              delete_policy="never")
 with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1),
          default_args={{"retry_delay": timedelta(seconds=1)}}):
     JobSetOperator(task_id="ok", jobset=jobset("ok", {{

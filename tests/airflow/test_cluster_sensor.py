@@ -1,5 +1,5 @@
-"""JobSetSensor on the devcluster: by name and by labels, poke and deferrable, and a JobSet
-that ends in a phase that is not a target fails the sensor."""
+"""JobSetSensor on the devcluster: by name and by labels, poke and deferrable, on both
+backends, and a JobSet that ends in a phase that is not a target fails the sensor."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_jobset.exceptions import JobSetFailed
+from airflow_provider_jobset._compat import AirflowFailException
 from airflow_provider_jobset.sensors import JobSetSensor
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
@@ -64,7 +64,7 @@ def test_failed_jobset_fails_the_sensor(
 ) -> None:
     devcluster.create_jobset(cluster_namespace, body("broken", {"devcluster/exit-code": "2"}))
     sensor = JobSetSensor(task_id="s", name="broken", namespace=cluster_namespace)
-    with pytest.raises(JobSetFailed, match="ended Failed"):
+    with pytest.raises(AirflowFailException, match="ended Failed"):
         poke_until(sensor)
 
 
@@ -75,9 +75,48 @@ def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: A
     sensor = JobSetSensor(
         task_id="s", name="slow", namespace=cluster_namespace, deferrable=True, timeout=120
     )
-    devcluster.wait_for(sensor._outcomes, 30, desc="the JobSet seen")
+    devcluster.wait_for(lambda: sensor._look(wait=0.0)[1] is not None, 30, desc="the JobSet seen")
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})
     event = asyncio.run(anext(deferred.value.trigger.run()))
+    assert event.payload["kind"] == "completed"  # a terminal target phase is the end itself
     assert event.payload["outcome"]["phase"] == "Completed"
     assert sensor.execute_complete({}, event.payload) is None
+
+
+def _native_run(devcluster: Any, namespace: str, name: str, seconds: str) -> None:
+    """Submit a native run (anchor + first pass) the way an operator would, then leave it:
+    the sensor's wait drives it on."""
+    from jobset_core.blocking import run
+    from jobset_core.client import Client, ClientSettings
+    from jobset_core.lifecycle import Run
+    from jobset_core.models import load_jobset
+    from jobset_core.observe import Observer
+
+    async def submit() -> None:
+        async with Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
+            observer = Observer(client)
+            await Run(observer).submit(
+                load_jobset(body(name, {"devcluster/run-seconds": seconds})),
+                namespace=namespace,
+                backend="native",
+            )
+            await observer.aclose()
+
+    run(submit)
+
+
+def test_sensor_on_native_runs_by_name_and_labels(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    _native_run(devcluster, cluster_namespace, "nat", "2")
+    started = time.monotonic()
+    by_name = JobSetSensor(
+        task_id="n", name="nat", namespace=cluster_namespace, backend="native", poke_interval=60
+    )
+    assert by_name.poke({})  # one poke waits for the answer: no 60 s lag
+    assert time.monotonic() - started < 45
+    by_labels = JobSetSensor(
+        task_id="l", label_selector={"team": "ml"}, namespace=cluster_namespace
+    )
+    assert by_labels.poke({})  # auto: JobSets and native runs alike

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_jobset import get_provider_info
+from airflow_provider_jobset._compat import AirflowFailException
 from airflow_provider_jobset._identity import TaskIdentity
-from airflow_provider_jobset.exceptions import JobSetFailed
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
 from airflow_provider_jobset.triggers import JobSetTrigger
 from jobset_core import leader_workers
@@ -96,13 +96,17 @@ def test_deferrable_default_comes_from_config(monkeypatch: pytest.MonkeyPatch) -
 def test_retry_policy_on_3_3() -> None:
     from airflow.sdk import RetryAction
 
-    from airflow_provider_jobset.exceptions import JobSetRestarting
+    from airflow_provider_jobset.exceptions import JobSetFailed, JobSetRestarting
+    from jobset_core.lifecycle import Verdict
 
     op = JobSetOperator(task_id="t", jobset=small())
     policy = op.retry_policy
     assert policy is not None
-    restart = policy.evaluate(JobSetRestarting("r"), 1, 4)
+    ended = Verdict(kind="restarting", name="js", namespace="ns", backend="controller")
+    restart = policy.evaluate(JobSetRestarting(ended), 1, 4)
     assert restart.action is RetryAction.RETRY and restart.retry_delay == dt.timedelta(seconds=1)
+    failed = ended.model_copy(update={"kind": "failed"})
+    assert policy.evaluate(JobSetFailed(failed), 1, 4).action is RetryAction.FAIL
     assert policy.evaluate(RuntimeError("x"), 1, 4).action is RetryAction.DEFAULT
 
 
@@ -136,7 +140,7 @@ def test_invalid_spec_fails_with_field_paths_before_anything_is_created(
     change: tuple[str, str], path: str
 ) -> None:
     op = JobSetOperator(task_id="t", jobset=YAML.format(name="ok").replace(*change))
-    with pytest.raises(JobSetFailed) as err:
+    with pytest.raises(AirflowFailException) as err:
         op.prepare_jobset(TaskIdentity("d", "t", "r"), "ns")
     assert "nothing was created" in str(err.value)
     assert path in str(err.value)
@@ -174,7 +178,6 @@ def test_trigger_serialization_round_trip() -> None:
         restarts=2,
         target_phases=["Running"],
         delete_on_kill=False,
-        poll_interval=1.0,
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_jobset.triggers.JobSetTrigger"
@@ -192,8 +195,8 @@ def test_importing_the_operator_loads_no_kubernetes_client() -> None:
         "import sys\n"
         "import airflow_provider_jobset.operators, airflow_provider_jobset.sensors\n"
         "import airflow_provider_jobset.triggers, airflow_provider_jobset.hooks\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'kubernetes_asyncio')"
-        " or m.startswith('jobset_core.client')]\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'kubernetes_asyncio',"
+        " 'aiohttp') or m == 'jobset_core.client._client']\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"
     )

@@ -1,4 +1,5 @@
-"""Pure pieces of the provider: identity, decisions, connection extras, links, events."""
+"""Pure pieces of the provider: identity, retries and deadlines, connection extras, links,
+the sensor's state, the trigger's payload."""
 
 from __future__ import annotations
 
@@ -6,19 +7,12 @@ import datetime as dt
 
 import pytest
 
-from airflow_provider_jobset._decisions import (
-    Verdict,
-    deadline,
-    judge,
-    max_restarts,
-    plan_retries,
-    should_delete,
-)
+from airflow_provider_jobset._decisions import deadline, max_restarts, plan_retries
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
-from airflow_provider_jobset.events import JobSetEvent
 from airflow_provider_jobset.hooks import ConnectionConfig, config_from_extras
 from airflow_provider_jobset.links import format_link
-from airflow_provider_jobset.sensors import sensor_verdict
+from airflow_provider_jobset.sensors import sensor_state
+from jobset_core.lifecycle import Verdict
 from jobset_core.models import load_jobset
 from jobset_core.outcome import Outcome, Phase
 
@@ -57,55 +51,6 @@ def test_identity_is_stable_and_distinguishes_runs() -> None:
     assert a.identity()["airflow-jobset/map-index"] == "-1"
     assert len(a.run_id_hash) == 16 and a.run_id not in a.identity().values()
     assert a.annotations() == {"airflow-jobset/run-id": a.run_id}
-
-
-@pytest.mark.parametrize(
-    ("out", "kind", "words"),
-    [
-        (outcome(Phase.COMPLETED, reason="AllJobsCompleted"), "success", "completed"),
-        (
-            outcome(Phase.FAILED, reason="ReachedMaxRestarts", failed_job="js-w-0"),
-            "fail",
-            "failed for good: ReachedMaxRestarts",
-        ),
-        (
-            outcome(Phase.FAILED, reason="FailJobSet", message="rule matched"),
-            "fail",
-            "FailJobSet: rule matched",
-        ),
-        (
-            outcome(
-                Phase.RESTARTING, restarts=1, failed_job="js-w-0", reason="DefaultFailurePolicy"
-            ),
-            "retry",
-            "failed child Job: js-w-0",
-        ),
-        (outcome(Phase.RUNNING), "wait", "Running"),
-        (outcome(Phase.SUSPENDED), "wait", "Suspended"),
-    ],
-    ids=["completed", "max-restarts", "fail-jobset", "restarting", "running", "suspended"],
-)
-def test_judge(out: Outcome, kind: str, words: str) -> None:
-    verdict = judge(out)
-    assert verdict.kind == kind
-    assert words in verdict.message
-
-
-@pytest.mark.parametrize(
-    ("policy", "kind", "expected"),
-    [
-        ("always", "success", True),
-        ("always", "fail", True),
-        ("always", "retry", False),
-        ("on_success", "success", True),
-        ("on_success", "fail", False),
-        ("on_success", "retry", False),
-        ("never", "success", False),
-        ("never", "fail", False),
-    ],
-)
-def test_should_delete(policy: str, kind: str, expected: bool) -> None:
-    assert should_delete(policy, Verdict(kind)) is expected  # type: ignore[arg-type]
 
 
 def _jobset(failure_policy: str) -> object:
@@ -215,7 +160,6 @@ def test_config_overrides_and_conflicts() -> None:
         config_from_extras({"in_cluster": True, "kube_config_path": "/a"})
     with pytest.raises(ValueError, match="not a boolean"):
         config_from_extras({"in_cluster": "maybe"})
-    assert ConnectionConfig(kubeconfig_path="/a").key() != ConnectionConfig(in_cluster=True).key()
 
 
 def test_format_link() -> None:
@@ -228,36 +172,38 @@ def test_format_link() -> None:
 
 
 @pytest.mark.parametrize(
-    ("phases", "targets", "expected"),
+    ("phases", "targets", "kind", "words"),
     [
-        ([], ["Completed"], False),
-        ([Phase.COMPLETED], ["Completed"], True),
-        ([Phase.RUNNING], ["Completed"], False),
-        ([Phase.RUNNING], ["Running", "Completed"], True),
-        ([Phase.COMPLETED, Phase.RUNNING], ["Completed"], False),
-        ([Phase.FAILED], ["Completed"], "ended Failed"),
-        ([Phase.FAILED], ["Failed"], True),
+        ([], ["Completed"], "waiting", "no JobSet matches yet"),
+        ([Phase.COMPLETED], ["Completed"], "done", "every JobSet is Completed"),
+        ([Phase.RUNNING], ["Completed"], "waiting", "is Running"),
+        ([Phase.RUNNING], ["Running", "Completed"], "done", ""),
+        ([Phase.COMPLETED, Phase.RUNNING], ["Completed"], "waiting", "is Running"),
+        ([Phase.FAILED], ["Completed"], "failed", "ended Failed"),
+        ([Phase.FAILED], ["Failed"], "done", ""),
     ],
     ids=["none-yet", "done", "running", "running-is-target", "one-of-two", "failed", "want-failed"],
 )
-def test_sensor_verdict(phases: list[Phase], targets: list[str], expected: object) -> None:
-    got = sensor_verdict([outcome(p) for p in phases], targets)
-    if isinstance(expected, str):
-        assert isinstance(got, str) and expected in got
-    else:
-        assert got is expected
+def test_sensor_state(phases: list[Phase], targets: list[str], kind: str, words: str) -> None:
+    outcomes = [outcome(p) for p in phases]
+    state = sensor_state(outcomes, targets)
+    assert state.kind == kind and words in state.message
+    if kind == "waiting" and outcomes:
+        assert state.waiting is next(o for o in outcomes if o.phase.value not in targets)
 
 
-def test_event_payload_round_trip() -> None:
-    event = JobSetEvent(
-        kind="outcome",
+def test_trigger_payload_is_the_verdict_and_round_trips() -> None:
+    verdict = Verdict(
+        kind="completed",
         name="js",
         namespace="ns",
         uid="u",
+        backend="controller",
         outcome=outcome(Phase.COMPLETED, result={"accuracy": 0.9}, restarts=2),
+        message="JobSet ns/js completed (AllJobsCompleted)",
     )
-    payload = event.to_payload()
-    assert payload["outcome"]["phase"] == "Completed"
-    assert JobSetEvent.model_validate(payload) == event
+    payload = verdict.to_payload()
+    assert payload["outcome"]["phase"] == "Completed" and payload["kind"] == "completed"
+    assert Verdict.model_validate(payload) == verdict
     with pytest.raises(ValueError):
-        JobSetEvent.model_validate({**payload, "kind": "error"})
+        Verdict.model_validate({**payload, "kind": "error"})

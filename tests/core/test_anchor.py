@@ -67,10 +67,11 @@ def test_build_stores_defaulted_jobset_empty_status_and_labels() -> None:
     assert body["metadata"] == {
         "name": "demo",
         "namespace": "ns",
-        "labels": {
+        "labels": {  # the JobSet's own labels too: a label selector finds native runs
             "example.com/run": "r1",
             ANCHOR_LABEL: ANCHOR_VALUE,
             labels.JOBSET_NAME: "demo",
+            "team": "a",
         },
     }
     stored = json.loads(body["data"][JOBSET_KEY])

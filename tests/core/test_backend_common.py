@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 
 from jobset_core.backends import _common as common
-from jobset_core.errors import CreationFailed, IdentityMismatch, NotFound, SpecError
+from jobset_core.backends._base import Handle
+from jobset_core.errors import IdentityMismatch, SpecError
+from jobset_core.lifecycle import Judge, WaitRules
 from jobset_core.models import JobSet, JobSetStatus, load_jobset
 from jobset_core.naming import label_value_errors
+from jobset_core.observe import Observation
 from jobset_core.outcome import Phase, ReplicatedJobCounts
 
 # ---------------------------------------------------------------------------------- builders
@@ -689,13 +692,8 @@ def test_leftovers_count_only_the_runs_objects() -> None:
     ],
 )
 def test_creation_failure(event: dict[str, Any], raised: bool) -> None:
-    error = common.creation_failure(event, "ns", "js")
-    if not raised:
-        assert error is None
-        return
-    assert isinstance(error, CreationFailed)
-    assert (error.reason, error.message) == (event["reason"], event["message"])
-    assert "JobSet ns/js" in str(error)
+    found = common.creation_failure(event)
+    assert found == ((event["reason"], event["message"]) if raised else None)
 
 
 def test_all_is_sorted_and_exact() -> None:
@@ -708,8 +706,7 @@ def test_all_is_sorted_and_exact() -> None:
         n for n in vars(common) if not n.startswith("_") and n not in {"annotations", "L", "cond"}
     }
     imported = {
-        "Any", "Backend", "Condition", "CreationFailed", "IdentityMismatch", "Iterable", "JobSet",
-        "JobSetError", "NotFound",
+        "Any", "Backend", "Condition", "IdentityMismatch", "Iterable", "JobSet",
         "JobSetStatus", "Mapping", "Outcome", "Phase", "Problem", "Progress",
         "ReplicatedJobCounts", "Sequence", "SpecError", "dataclass", "decode_result",
         "dns1035_label_errors", "hashlib", "json", "label_value_errors", "parse_time", "re",
@@ -719,52 +716,118 @@ def test_all_is_sorted_and_exact() -> None:
 
 
 # ---------------------------------------------------------------------------------- judge
+# The one judge every waiter shares (jobset_core.lifecycle), fed observations of a run.
+
+HANDLE = Handle("js", "ns", "u-1", "controller")
 
 
-def judged(tracker: common.WaitTracker, source: str, item: Any, uid: str = "u-1") -> Any:
-    return common.judge(tracker, namespace="ns", name="js", uid=uid, source=source, item=item)
+def seen(jobset: JobSet | None, *events: dict[str, Any], synced: bool = True) -> Observation:
+    return Observation(
+        ("ns", "js"),
+        jobset=jobset.to_dict() if jobset is not None else None,
+        events=tuple(events),
+        synced=synced,
+    )
 
 
 def test_judge_reports_progress_and_keeps_waiting() -> None:
-    tracker = common.WaitTracker("controller")
-    verdict = judged(tracker, "list", make_jobset(status=RUNNING))
-    assert verdict.progress is not None and verdict.progress.phase is Phase.RUNNING
-    assert (verdict.error, verdict.outcome) == (None, None)
-    assert judged(tracker, "MODIFIED", make_jobset(status=RUNNING)) == common.Verdict()
+    judge = Judge(HANDLE)
+    step = judge.step(seen(make_jobset(status=RUNNING)))
+    assert step.progress is not None and step.progress.phase is Phase.RUNNING
+    assert step.verdict is None
+    assert judge.step(seen(make_jobset(status=RUNNING))).progress is None  # no change, no line
 
 
-def test_judge_ends_on_terminal_even_from_a_deleted_event() -> None:
-    verdict = judged(common.WaitTracker("controller"), "DELETED", make_jobset(status=DONE))
-    assert verdict.outcome is not None and verdict.outcome.phase is Phase.COMPLETED
-    assert verdict.error is None and verdict.jobset is not None and not verdict.restarted
+def test_judge_ends_on_terminal() -> None:
+    step = Judge(HANDLE).step(seen(make_jobset(status=DONE)))
+    assert step.verdict is not None and step.verdict.kind == "completed"
+    assert step.verdict.outcome is not None and step.verdict.outcome.phase is Phase.COMPLETED
+    assert step.verdict.message == "JobSet ns/js completed (AllJobsCompleted)"
 
 
-def test_judge_deleted_before_the_end_is_an_error() -> None:
-    verdict = judged(common.WaitTracker("controller"), "DELETED", make_jobset(status=RUNNING))
-    assert isinstance(verdict.error, NotFound) and "gone" in str(verdict.error)
+def test_judge_gone_only_once_the_run_was_listed() -> None:
+    assert Judge(HANDLE).step(seen(None, synced=False)).verdict is None  # not seen yet
+    verdict = Judge(HANDLE).step(seen(None)).verdict
+    assert verdict is not None and (verdict.kind, verdict.reason) == ("gone", "Deleted")
+    assert "was deleted before it finished" in verdict.message
 
 
 def test_judge_a_namesake_is_not_ours() -> None:
-    verdict = judged(common.WaitTracker("controller"), "MODIFIED", make_jobset(status=DONE), "u-2")
-    assert isinstance(verdict.error, NotFound) and verdict.outcome is None
+    verdict = Judge(Handle("js", "ns", "u-2", "controller")).step(seen(make_jobset())).verdict
+    assert verdict is not None and (verdict.kind, verdict.reason) == ("gone", "Replaced")
 
 
-def test_judge_restart_names_the_job_to_read() -> None:
-    tracker = common.WaitTracker("controller", return_on_restart=True)
-    judged(tracker, "list", make_jobset(status=RUNNING))
-    verdict = judged(tracker, "MODIFIED", make_jobset(status=RESTARTING))
-    assert verdict.restarted and verdict.failed_job == "js-workers-1"
+def test_judge_restart_names_the_failed_job() -> None:
+    judge = Judge(HANDLE, WaitRules(on_restart="return"))
+    judge.step(seen(make_jobset(status=RUNNING)))
+    verdict = judge.step(seen(make_jobset(status=RESTARTING))).verdict
+    assert verdict is not None and verdict.kind == "restarting"
     assert verdict.outcome is not None and verdict.outcome.restarts == 1
+    assert verdict.outcome.failed_job == "js-workers-1"
+    assert "is restarting (restart 1) (failed child Job: js-workers-1)" in verdict.message
+
+
+def test_judge_restart_continues_by_default() -> None:
+    judge = Judge(HANDLE)
+    judge.step(seen(make_jobset(status=RUNNING)))
+    step = judge.step(seen(make_jobset(status=RESTARTING)))
+    assert step.verdict is None and step.progress is not None
+    assert step.progress.kind == "restarting"
+
+
+def test_judge_target_phases_are_reached() -> None:
+    rules = WaitRules(until=frozenset({Phase.RUNNING}))
+    verdict = Judge(HANDLE, rules).step(seen(make_jobset(status=RUNNING))).verdict
+    assert verdict is not None and verdict.kind == "reached" and verdict.ok
 
 
 def test_judge_creation_failure_event() -> None:
-    tracker = common.WaitTracker("controller")
-    judged(tracker, "list", make_jobset(status=RUNNING))
-    event = {"type": "Warning", "reason": "JobCreationFailed", "message": "invalid"}
-    verdict = judged(tracker, common.SOURCE_EVENT, event)
-    assert isinstance(verdict.error, CreationFailed)
-    assert verdict.progress is not None and verdict.progress.kind == "creation-failed"
-    assert verdict.progress.phase is Phase.RUNNING
-    assert judged(tracker, common.SOURCE_EVENT, {"type": "Normal", "reason": "x"}) == (
-        common.Verdict()
+    judge = Judge(HANDLE)
+    judge.step(seen(make_jobset(status=RUNNING)))
+    event = {
+        "type": "Warning",
+        "reason": "JobCreationFailed",
+        "message": "invalid",
+        "involvedObject": {"kind": "JobSet", "name": "js", "uid": "u-1"},
+    }
+    step = judge.step(seen(make_jobset(status=RUNNING), event))
+    assert step.verdict is not None and step.verdict.kind == "creation_failed"
+    assert step.verdict.reason == "JobCreationFailed"
+    assert step.progress is not None and step.progress.kind == "creation-failed"
+    assert step.progress.phase is Phase.RUNNING
+    older = {**event, "involvedObject": {"kind": "JobSet", "name": "js", "uid": "u-0"}}
+    assert Judge(HANDLE).step(seen(make_jobset(status=RUNNING), older)).verdict is None
+    normal = {**event, "type": "Normal"}
+    assert Judge(HANDLE).step(seen(make_jobset(status=RUNNING), normal)).verdict is None
+
+
+def test_judge_result_comes_from_the_coordinator_pod() -> None:
+    jobset = make_jobset(status=DONE, coordinator={"replicatedJob": "workers", "jobIndex": 1})
+    done = {"terminated": {"exitCode": 0, "message": '{"loss": 0.1}'}}
+    pods = (
+        pod("p0", "workers", 0),
+        pod("p1", "workers", 1, terminated={"main": done["terminated"]}),
     )
+    observation = Observation(("ns", "js"), jobset=jobset.to_dict(), pods=pods, synced=True)
+    verdict = Judge(HANDLE).step(observation).verdict
+    assert verdict is not None and verdict.result == {"loss": 0.1}
+
+
+def test_judge_restart_details_from_the_event_once_the_condition_is_gone() -> None:
+    """A waiter that joins after the new attempt is up (a trigger started late) no longer sees
+    ``RestartingJobSet=True``; the controller's Warning Event still names the failed Job."""
+    judge = Judge(HANDLE, WaitRules(on_restart="return", baseline_restarts=0))
+    after = make_jobset(
+        status={"restarts": 1, "conditions": [condition("RestartingJobSet", "False", "JobsReady")]}
+    )
+    event = {
+        "type": "Warning",
+        "reason": "DefaultFailurePolicy",
+        "message": "applying RestartJobSet failure policy action (first failed job: js-w-0)",
+        "involvedObject": {"kind": "JobSet", "name": "js", "uid": "u-1"},
+    }
+    verdict = judge.step(seen(after, event)).verdict
+    assert verdict is not None and verdict.kind == "restarting"
+    assert verdict.outcome is not None and verdict.outcome.failed_job == "js-w-0"
+    assert verdict.reason == "DefaultFailurePolicy"
+    assert "(failed child Job: js-w-0)" in verdict.message

@@ -9,18 +9,13 @@ conditions (type, status, reason) and the ``restart-attempt`` labels of the fina
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 from jobset_core import labels
-from jobset_core.backends._base import AsyncBackendProtocol
-from jobset_core.backends.controller import AsyncControllerBackend
-from jobset_core.backends.native import AsyncNativeBackend
-from jobset_core.client import AsyncJobSetClient, ClientSettings
 from jobset_core.models import JobSet
+from tests.core._runs import RunFace, open_face
 
 pytestmark = pytest.mark.cluster
 
@@ -71,18 +66,7 @@ CASES = [
 ]
 
 
-@asynccontextmanager
-async def backends(kubeconfig: Any) -> AsyncIterator[dict[str, AsyncBackendProtocol]]:
-    async with AsyncJobSetClient(ClientSettings(kubeconfig_path=kubeconfig)) as client:
-        yield {
-            "controller": AsyncControllerBackend(client),
-            "native": AsyncNativeBackend(client, watch_window=2),
-        }
-
-
-async def run(
-    backend: AsyncBackendProtocol, jobset: JobSet, namespace: str, devcluster: Any
-) -> dict[str, Any]:
+async def run(backend: RunFace, jobset: JobSet, namespace: str, devcluster: Any) -> dict[str, Any]:
     sub = await backend.submit(jobset, namespace=namespace)
     outcome = await backend.wait(sub.handle, timeout=120)
     status = await backend.jobset_status(sub.handle)
@@ -110,9 +94,13 @@ async def test_same_manifest_same_end(document: dict[str, Any], devcluster: Any)
     jobset = JobSet.model_validate(document)
     namespaces = {kind: devcluster.create_namespace(kind[:4]) for kind in ("controller", "native")}
     try:
-        async with backends(devcluster.kubeconfig) as pair:
+        async with (
+            open_face("async", devcluster.kubeconfig, "controller") as controller_run,
+            open_face("async", devcluster.kubeconfig, "native") as native_run,
+        ):
             ends = await asyncio.gather(
-                *(run(pair[k], jobset, namespaces[k], devcluster) for k in ("controller", "native"))
+                run(controller_run, jobset, namespaces["controller"], devcluster),
+                run(native_run, jobset, namespaces["native"], devcluster),
             )
     finally:
         for namespace in namespaces.values():

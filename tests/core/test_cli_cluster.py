@@ -171,6 +171,29 @@ def test_status_delete_and_logs(cli: Cli, tmp_path: Path) -> None:
     assert code == 1 and "not found" in err
 
 
+def test_status_delete_and_logs_find_a_native_run_without_backend(
+    cli: Cli, tmp_path: Path, devcluster: Any, cluster_namespace: str
+) -> None:
+    path = write(tmp_path, "nat", rjob("w", **{"devcluster/log": "native hi"}))
+    assert cli("run", str(path), "--backend", "native")[0] == 0
+    code, out, err = cli("status", "nat")  # no --backend: the anchor is found
+    assert code == 0, err
+    assert out.startswith("backend: native uid: ") and "Completed: JobSet" in out
+    code, out, _ = cli("status", "nat", "-o", "json")
+    assert code == 0 and json.loads(out)["terminalState"] == "Completed"
+    assert cli("logs", "nat") == (0, "native hi\n", "")
+    code, out, _ = cli("delete", "nat", "--wait")
+    assert code == 0 and out == f"deleted: JobSet {cluster_namespace}/nat\n"
+    code, _, err = cli("status", "nat")
+    assert code == 1 and "not found" in err and "native anchor" in err
+    assert (
+        devcluster.core.list_namespaced_config_map(
+            cluster_namespace, label_selector="jobset-core/anchor=native"
+        ).items
+        == []
+    )
+
+
 def test_killed_run_is_reattached_without_duplicate_or_orphan(
     devcluster: Any, cluster_namespace: str, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""Connection settings and loaders, and the shells' behaviour when no server answers."""
+"""Connection settings and the loader, and the client's behaviour when no server answers."""
 
 from __future__ import annotations
 
@@ -9,21 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
-from jobset_core.client import (
-    AsyncJobSetClient,
-    ClientSettings,
-    ConfigError,
-    JobSetClient,
-    RetryPolicy,
-    Unreachable,
-)
+from jobset_core.client import Client, ClientSettings, RetryPolicy
 from jobset_core.client.config import (
     choose_source,
     context_namespace,
     default_namespace,
-    load_async_api_client,
-    load_sync_api_client,
+    load_configuration,
 )
+from jobset_core.errors import ConfigError, Unreachable
+from jobset_core.resources import CONFIG_MAP, JOB, JOBSET
 
 
 def kubeconfig(server: str, *, context: str = "dev", token: str = "t0ken") -> dict[str, Any]:
@@ -102,35 +96,16 @@ def test_no_source_at_all_is_an_error() -> None:
         choose_source(ClientSettings(), {}, False)
 
 
-def test_sync_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
+async def test_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
     path = tmp_path / "config"
     path.write_text(yaml.safe_dump(kubeconfig("https://10.1.2.3:6443")))
-    from_file = load_sync_api_client(ClientSettings(kubeconfig_path=path))
-    from_dict = load_sync_api_client(
+    from_file = await load_configuration(ClientSettings(kubeconfig_path=str(path)))
+    from_dict = await load_configuration(
         ClientSettings(kubeconfig=kubeconfig("https://10.9.9.9:6443"), context="other")
     )
-    try:
-        assert from_file.configuration.host == "https://10.1.2.3:6443"
-        assert "Bearer t0ken" in from_file.configuration.api_key.values()  # key differs by version
-        assert from_dict.configuration.host == "https://10.9.9.9:6443"
-    finally:
-        from_file.close()
-        from_dict.close()
-
-
-async def test_async_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
-    path = tmp_path / "config"
-    path.write_text(yaml.safe_dump(kubeconfig("https://10.1.2.3:6443")))
-    from_file = await load_async_api_client(ClientSettings(kubeconfig_path=str(path)))
-    from_dict = await load_async_api_client(
-        ClientSettings(kubeconfig=kubeconfig("https://10.9.9.9:6443"), context="other")
-    )
-    try:
-        assert from_file.configuration.host == "https://10.1.2.3:6443"
-        assert from_dict.configuration.host == "https://10.9.9.9:6443"
-    finally:
-        await from_file.close()
-        await from_dict.close()
+    assert from_file.host == "https://10.1.2.3:6443"
+    assert "Bearer t0ken" in from_file.api_key.values() or "t0ken" in from_file.api_key.values()
+    assert from_dict.host == "https://10.9.9.9:6443"
 
 
 @pytest.mark.parametrize(
@@ -147,14 +122,12 @@ async def test_async_loader_from_file_and_dict_with_context(tmp_path: Path) -> N
 )
 async def test_loader_errors_are_config_errors(settings: ClientSettings) -> None:
     with pytest.raises(ConfigError, match="cannot load the kubeconfig dict"):
-        load_sync_api_client(settings)
-    with pytest.raises(ConfigError, match="cannot load the kubeconfig dict"):
-        await load_async_api_client(settings)
+        await load_configuration(settings)
 
 
-def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+async def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot load the kubeconfig file"):
-        load_sync_api_client(ClientSettings(kubeconfig_path=tmp_path / "absent"))
+        await load_configuration(ClientSettings(kubeconfig_path=tmp_path / "absent"))
 
 
 # ------------------------------------------------------------------ nobody answering
@@ -162,61 +135,38 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 NO_SERVER_RETRY = RetryPolicy(max_attempts=3, base_delay=0.25, jitter=0.0)
 
 
-def test_sync_reads_are_retried_then_unreachable() -> None:
-    slept: list[float] = []
-    settings = ClientSettings(kubeconfig=kubeconfig(f"https://127.0.0.1:{closed_port()}"))
-    with JobSetClient(settings, retry=NO_SERVER_RETRY, sleep=slept.append) as client:
-        with pytest.raises(Unreachable, match=r"during get jobsets\.jobset\.x-k8s\.io") as info:
-            client.get_jobset("x", namespace="ns")
-        assert info.value.__cause__ is not None
-        assert slept == [0.25, 0.5]
-        slept.clear()
-        with pytest.raises(Unreachable, match="during create"):
-            client.create_config_map({"metadata": {"name": "x"}}, namespace="ns")
-        assert slept == []  # a lost answer to a write may hide a success: never retried
-        with pytest.raises(Unreachable, match="during watch"):
-            next(iter(client.watch_jobs(namespace="ns")))
-
-
-async def test_async_reads_are_retried_then_unreachable() -> None:
+async def test_reads_are_retried_then_unreachable() -> None:
     slept: list[float] = []
 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
     settings = ClientSettings(kubeconfig=kubeconfig(f"https://127.0.0.1:{closed_port()}"))
-    async with AsyncJobSetClient(settings, retry=NO_SERVER_RETRY, sleep=sleep) as client:
+    async with Client(settings, retry=NO_SERVER_RETRY, sleep=sleep) as client:
         with pytest.raises(Unreachable, match=r"during get jobsets\.jobset\.x-k8s\.io") as info:
-            await client.get_jobset("x", namespace="ns")
+            await client.get(JOBSET, "x", namespace="ns")
         assert info.value.__cause__ is not None
         assert slept == [0.25, 0.5]
+        assert client.stats.requests == {"get": 3} and client.stats.retries == 2
         slept.clear()
         with pytest.raises(Unreachable, match="during create"):
-            await client.create_config_map({"metadata": {"name": "x"}}, namespace="ns")
-        assert slept == []
+            await client.create(CONFIG_MAP, {"metadata": {"name": "x"}}, namespace="ns")
+        assert slept == []  # a lost answer to a write may hide a success: never retried
         with pytest.raises(Unreachable, match="during watch"):
-            await anext(aiter(client.watch_jobs(namespace="ns")))
+            await anext(aiter(client.watch(JOB, namespace="ns")))
 
 
-def test_sync_and_async_clients_are_twins() -> None:
+def test_there_is_one_client_and_it_is_async() -> None:
+    """The sync twin is gone: synchronous callers run the core through the blocking façade."""
     import inspect
 
-    def public(cls: type) -> dict[str, inspect.Signature]:
-        return {
-            name: inspect.signature(member)
-            for name, member in vars(cls).items()
-            if callable(member) and not name.startswith("_") and name not in {"close", "aclose"}
-        }
+    import jobset_core.client as package
 
-    sync, aio = public(JobSetClient), public(AsyncJobSetClient)
-    assert sorted(sync) == sorted(aio)
-    for name, signature in sync.items():
-        assert list(signature.parameters) == list(aio[name].parameters), name
-        for param, spec in signature.parameters.items():
-            twin = aio[name].parameters[param]
-            assert (spec.kind, spec.default) == (twin.kind, twin.default), (name, param)
-    assert inspect.iscoroutinefunction(AsyncJobSetClient.get_jobset)
-    assert inspect.isasyncgenfunction(AsyncJobSetClient.stream_pod_log)
+    assert not hasattr(package, "JobSetClient") and not hasattr(package, "AsyncJobSetClient")
+    verbs = ("create", "get", "list", "patch", "delete", "read_pod_log", "jobset_api_served")
+    assert all(inspect.iscoroutinefunction(getattr(Client, verb)) for verb in verbs)
+    assert inspect.isasyncgenfunction(Client.stream_pod_log)
+    assert inspect.isasyncgenfunction(Client._watch)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ from jobset_core.client._core import (
     POD,
     SERVICE,
     RetryPolicy,
-    Unreachable,
     error_from_response,
     parse_retry_after,
     render_selector,
@@ -32,6 +31,7 @@ from jobset_core.errors import (
     Problem,
     ServerError,
     TooManyRequests,
+    Unreachable,
 )
 from jobset_core.models import JobSet
 
@@ -536,12 +536,6 @@ def test_package_exports_are_exact_and_sorted() -> None:
 
     assert package.__all__ == sorted(package.__all__)
     assert all(hasattr(package, name) for name in package.__all__)
-    assert {
-        "AsyncJobSetClient",
-        "ClientSettings",
-        "JobSetClient",
-        "Unreachable",
-        "WatchEvent",
-    } <= set(package.__all__)
+    assert {"Client", "ClientSettings", "ClientStats", "WatchEvent"} <= set(package.__all__)
     assert len(set(_core.__all__)) == len(_core.__all__)
     assert all(hasattr(_core, name) for name in _core.__all__)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from jobset_core.client import EventType, Unreachable, WatchEvent, WatchState
+from jobset_core.client import EventType, WatchEvent, WatchState
 from jobset_core.client._core import as_object, decode_jobset
 from jobset_core.client._watch import LineBuffer
-from jobset_core.errors import ApiError, Gone, ServerError, TooManyRequests
+from jobset_core.errors import ApiError, Gone, ServerError, TooManyRequests, Unreachable
 from jobset_core.models import JobSet
 
 

@@ -1,175 +1,196 @@
-"""The launch step's flow over a scripted backend (the backend protocol is the seam; how the
-real backends behave on a cluster is tested in test_kfp_cluster.py)."""
+"""The launch step's flow on the devcluster: how :func:`kfp_components._launch.launch` reports
+each ending of the core's lifecycle (created or adopted, the delete policy, failed pods' logs,
+a refused delete or unreadable logs that must not hide how the step ended).
+
+The refusals are real: the step runs as a service account whose Role lacks one verb.
+"""
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from jobset_core.backends import Handle, Submission
-from jobset_core.errors import Forbidden, WaitTimeout
-from jobset_core.models import JobSet, load_jobset
-from jobset_core.outcome import Outcome, Phase
+from jobset_core.client import Client, ClientSettings
+from jobset_core.errors import JobSetFailed, WaitTimeout
+from jobset_core.lifecycle import Run
+from jobset_core.models import load_jobset
+from jobset_core.observe import Observer
 from kfp_components._identity import kfp_identity
-from kfp_components._launch import JobSetFailed, LaunchRequest, launch
-from kfp_components._signals import Terminated
+from kfp_components._launch import LaunchRequest, LaunchResult, launch
 from tests.kfp.conftest import make_jobset
 
-pytestmark = pytest.mark.kfp
+pytestmark = [pytest.mark.cluster, pytest.mark.kfp]
 
-IDENTITY = kfp_identity("run", "train", "1")
-
-
-def _outcome(state: str | None, **extra: Any) -> Outcome:
-    phase = {"Completed": Phase.COMPLETED, "Failed": Phase.FAILED, None: Phase.RUNNING}[state]
-    return Outcome(
-        name="train-x",
-        namespace="ns",
-        uid="u1",
-        backend="controller",
-        phase=phase,
-        terminal_state=state,
-        **extra,
-    )
+OK = {"devcluster/run-seconds": "0.5", "devcluster/termination-message": '{"a": 1}'}
+FAIL = {"devcluster/exit-code": "3", "devcluster/log": "Traceback ...\nCUDA error"}
+FOREVER = {"devcluster/never-finish": "true"}
 
 
-class ScriptedBackend:
-    """Answers like a backend would; records what the launch step asked for."""
-
-    kind = "controller"
-
-    def __init__(
-        self,
-        wait: Outcome | BaseException | str,
-        *,
-        created: bool = True,
-        delete_error: Exception | None = None,
-        logs_error: Exception | None = None,
-    ) -> None:
-        self._wait, self._created = wait, created
-        self._delete_error, self._logs_error = delete_error, logs_error
-        self.submitted: list[JobSet] = []
-        self.deleted: list[Handle] = []
-        self.cancelled: list[Handle] = []
-
-    def submit(
-        self,
-        jobset: JobSet,
-        *,
-        namespace: str,
-        identity: Mapping[str, str] | None = None,
-        expected_uid: str | None = None,
-    ) -> Submission:
-        self.submitted.append(jobset)
-        return Submission(Handle("train-x", namespace, "u1", "controller"), self._created)
-
-    def wait(self, handle: Handle, **_: Any) -> Outcome:
-        if self._wait == "sigterm":
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)  # interrupted by the handler
-            raise AssertionError("SIGTERM did not end the wait")
-        if isinstance(self._wait, BaseException):
-            raise self._wait
-        assert isinstance(self._wait, Outcome)
-        return self._wait
-
-    def delete(self, handle: Handle, **_: Any) -> None:
-        self.deleted.append(handle)
-        if self._delete_error:
-            raise self._delete_error
-
-    def cancel(self, handle: Handle) -> None:
-        self.cancelled.append(handle)
-
-    def failed_pod_logs(self, handle: Handle, **_: Any) -> dict[str, str]:
-        if self._logs_error:
-            raise self._logs_error
-        return {"train-x-workers-0-0-abc": "Traceback ...\nCUDA error"}
-
-    def stream_logs(self, handle: Handle, **_: Any) -> Iterator[str]:
-        yield from ()
+@asynccontextmanager
+async def lifecycle(kubeconfig: Path) -> AsyncIterator[Run]:
+    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+        observer = Observer(client, scope="run")
+        try:
+            yield Run(observer)
+        finally:
+            await observer.aclose()
 
 
-def _run(backend: ScriptedBackend, policy: str = "on_timeout") -> tuple[Any, list[str]]:
+async def run_step(
+    kubeconfig: Path, namespace: str, annotations: dict[str, str], **request: Any
+) -> tuple[LaunchResult, list[str]]:
     said: list[str] = []
-    request = LaunchRequest(
-        jobset=load_jobset(make_jobset("train")),
-        namespace="ns",
-        identity=IDENTITY,
-        timeout=10,
-        delete_policy=policy,  # type: ignore[arg-type]
+    identity = request.pop("identity", None) or kfp_identity(uuid.uuid4().hex, "train", "1")
+    jobset = load_jobset(make_jobset("train", annotations=annotations))
+    async with lifecycle(kubeconfig) as run:
+        result = await launch(
+            LaunchRequest(jobset=jobset, namespace=namespace, identity=identity, **request),
+            run,
+            say=said.append,
+        )
+    return result, said
+
+
+def jobsets(devcluster: Any, namespace: str) -> list[str]:
+    items = devcluster.custom.list_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+    )["items"]
+    return [i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")]
+
+
+async def test_completed_returns_the_outcome_under_the_derived_name(
+    devcluster: Any, cluster_namespace: str
+) -> None:
+    identity = kfp_identity(uuid.uuid4().hex, "train", "1")
+    result, said = await run_step(
+        devcluster.kubeconfig, cluster_namespace, OK, identity=identity, backend="controller"
     )
-    return launch(request, backend, say=said.append), said  # type: ignore[arg-type]
+    assert result.outcome.result == {"a": 1} and result.created and not result.deleted
+    (name,) = jobsets(devcluster, cluster_namespace)
+    assert name.startswith("train-") and said[0].startswith(f"JobSet {cluster_namespace}/{name}")
+    assert said[0].endswith("created; uid " + result.outcome.uid + "; controller")
+    again, said = await run_step(
+        devcluster.kubeconfig, cluster_namespace, OK, identity=identity, backend="controller"
+    )
+    assert not again.created and "adopted (an earlier attempt created it)" in said[0]
+    assert again.outcome.uid == result.outcome.uid
 
 
-def test_completed_returns_the_outcome_and_submits_under_the_derived_name() -> None:
-    backend = ScriptedBackend(_outcome("Completed", result={"a": 1}))
-    result, said = _run(backend)
-    assert result.outcome.result == {"a": 1}
-    assert result.created and not result.deleted
-    assert backend.deleted == []
-    submitted = backend.submitted[0]
-    assert submitted.metadata.name is None
-    assert submitted.metadata.generate_name == "train-"
-    assert said[0] == "JobSet ns/train-x created; uid u1; controller"
-
-
-def test_adoption_is_reported() -> None:
-    _, said = _run(ScriptedBackend(_outcome("Completed"), created=False))
-    assert "adopted (an earlier attempt created it)" in said[0]
-
-
-@pytest.mark.parametrize(
-    ("policy", "deleted"),
-    [("never", False), ("on_timeout", False), ("on_success", True), ("always", True)],
-)
-def test_completed_deleted_by_policy(policy: str, deleted: bool) -> None:
-    backend = ScriptedBackend(_outcome("Completed"))
-    result, _ = _run(backend, policy)
+@pytest.mark.parametrize(("policy", "deleted"), [("on_timeout", False), ("on_success", True)])
+async def test_completed_deleted_by_policy(
+    policy: str, deleted: bool, devcluster: Any, cluster_namespace: str
+) -> None:
+    result, said = await run_step(
+        devcluster.kubeconfig, cluster_namespace, OK, delete_policy=policy, backend="native"
+    )
     assert result.deleted is deleted
-    assert bool(backend.deleted) is deleted
+    assert any(line.startswith("deleted JobSet") for line in said) is deleted
 
 
-@pytest.mark.parametrize(("policy", "deleted"), [("on_success", False), ("always", True)])
-def test_failed_raises_with_pod_logs(policy: str, deleted: bool) -> None:
-    backend = ScriptedBackend(_outcome("Failed", reason="FailedJobs"))
+@pytest.mark.parametrize(("policy", "kept"), [("on_success", True), ("always", False)])
+async def test_failed_raises_after_showing_the_pods_logs(
+    policy: str, kept: bool, devcluster: Any, cluster_namespace: str
+) -> None:
+    said: list[str] = []
     with pytest.raises(JobSetFailed) as caught:
-        _run(backend, policy)
-    assert "CUDA error" in caught.value.pod_logs["train-x-workers-0-0-abc"]
-    assert bool(backend.deleted) is deleted
+        try:
+            await run_step(
+                devcluster.kubeconfig,
+                cluster_namespace,
+                FAIL,
+                delete_policy=policy,
+                backend="controller",
+            )
+        except JobSetFailed as error:
+            said.append(str(error))
+            raise
+    assert caught.value.verdict.outcome is not None
+    assert caught.value.verdict.outcome.terminal_state == "Failed"
+    assert bool(jobsets(devcluster, cluster_namespace)) is kept
 
 
-@pytest.mark.parametrize(("policy", "deleted"), [("never", False), ("on_timeout", True)])
-def test_timeout_deletes_unless_never(policy: str, deleted: bool) -> None:
-    backend = ScriptedBackend(WaitTimeout("ns", "train-x", 10))
+async def test_timeout_deletes_unless_never(devcluster: Any, cluster_namespace: str) -> None:
     with pytest.raises(WaitTimeout):
-        _run(backend, policy)
-    assert bool(backend.deleted) is deleted
+        await run_step(
+            devcluster.kubeconfig, cluster_namespace, FOREVER, timeout=2, backend="controller"
+        )
+    assert jobsets(devcluster, cluster_namespace) == []  # on_timeout (the default) deleted it
+    with pytest.raises(WaitTimeout):
+        await run_step(
+            devcluster.kubeconfig,
+            cluster_namespace,
+            FOREVER,
+            timeout=2,
+            delete_policy="never",
+            backend="controller",
+        )
+    assert len(jobsets(devcluster, cluster_namespace)) == 1
 
 
-def test_unreadable_logs_do_not_hide_the_failure() -> None:
-    backend = ScriptedBackend(_outcome("Failed"), logs_error=Forbidden(403, "Forbidden"))
-    with pytest.raises(JobSetFailed):
-        _run(backend)
+def _limited(devcluster: Any, namespace: str, tmp_path: Path, drop: tuple[str, str]) -> Path:
+    """A kubeconfig for a service account with the shipped controller Role minus one
+    ``(resource, verb)``."""
+    from kubernetes import client
+
+    root = Path(__file__).resolve().parents[2]
+    role_file = root / "kfp_components" / "rbac" / "jobset-launcher-controller.yaml"
+    role, binding = list(yaml.safe_load_all(role_file.read_text(encoding="utf-8")))
+    for rule in role["rules"]:
+        if drop[0] in rule["resources"]:
+            rule["verbs"] = [v for v in rule["verbs"] if v != drop[1]]
+    role["rules"] = [rule for rule in role["rules"] if rule["verbs"]]
+    for document in (role, binding):
+        document["metadata"]["namespace"] = namespace
+    binding["subjects"][0]["namespace"] = namespace
+    rbac = client.RbacAuthorizationV1Api(devcluster.api_client())
+    rbac.create_namespaced_role(namespace, role)
+    rbac.create_namespaced_role_binding(namespace, binding)
+    account = binding["subjects"][0]["name"]
+    devcluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": account}})
+    token = devcluster.core.create_namespaced_service_account_token(
+        account, namespace, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    config = yaml.safe_load(devcluster.kubeconfig.read_text(encoding="utf-8"))
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = tmp_path / "limited"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
 
 
-def test_failed_delete_does_not_hide_the_outcome() -> None:
-    backend = ScriptedBackend(_outcome("Completed"), delete_error=Forbidden(403, "Forbidden"))
-    result, said = _run(backend, "always")
-    assert not result.deleted
-    assert any(line.startswith("could not delete JobSet ns/train-x") for line in said)
+async def test_unreadable_logs_do_not_hide_the_failure(
+    devcluster: Any, cluster_namespace: str, tmp_path: Path
+) -> None:
+    kubeconfig = _limited(devcluster, cluster_namespace, tmp_path, ("pods/log", "get"))
+    said: list[str] = []
+    jobset = load_jobset(make_jobset("train", annotations=FAIL))
+    async with lifecycle(kubeconfig) as run:
+        with pytest.raises(JobSetFailed):
+            await launch(
+                LaunchRequest(
+                    jobset=jobset,
+                    namespace=cluster_namespace,
+                    identity=kfp_identity("r", "train", "1"),
+                    backend="controller",
+                ),
+                run,
+                say=said.append,
+            )
+    assert any("the log cannot be read: Forbidden" in line for line in said), said
 
 
-def test_sigterm_cancels_once_and_stops() -> None:
-    before = signal.getsignal(signal.SIGTERM)
-    backend = ScriptedBackend("sigterm")
-    with pytest.raises(Terminated, match="DELETE sent"):
-        _run(backend)
-    assert [h.name for h in backend.cancelled] == ["train-x"]
-    assert backend.deleted == []
-    assert signal.getsignal(signal.SIGTERM) is before
+async def test_a_refused_delete_does_not_hide_the_outcome(
+    devcluster: Any, cluster_namespace: str, tmp_path: Path
+) -> None:
+    kubeconfig = _limited(devcluster, cluster_namespace, tmp_path, ("jobsets", "delete"))
+    result, said = await run_step(
+        kubeconfig, cluster_namespace, OK, delete_policy="always", backend="controller"
+    )
+    assert result.outcome.terminal_state == "Completed" and not result.deleted
+    assert any(line.startswith("could not delete JobSet") for line in said), said

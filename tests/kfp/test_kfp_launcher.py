@@ -1,4 +1,5 @@
-"""Pure decisions of the launch step: delete policy, exit codes, outputs."""
+"""Pure decisions of the launch step: exit codes and outputs (the delete policy is the core's,
+tested in tests/core/test_lifecycle_verdict.py)."""
 
 from __future__ import annotations
 
@@ -6,21 +7,22 @@ from typing import Any
 
 import pytest
 
-from jobset_core.backends import Handle
-from jobset_core.client.config import ConfigError
 from jobset_core.errors import (
     ApiError,
+    ConfigError,
     CreationFailed,
     Forbidden,
     IdentityMismatch,
+    JobSetFailed,
+    JobSetGone,
     NotFound,
     SpecError,
     WaitTimeout,
 )
+from jobset_core.lifecycle import Handle, Verdict
 from jobset_core.outcome import Outcome, Phase
 from kfp_components import launcher
-from kfp_components._launch import JobSetFailed, LaunchResult, should_delete
-from kfp_components._signals import Terminated
+from kfp_components._launch import LaunchResult, Terminated
 from kfp_components._struct import from_struct
 
 pytestmark = pytest.mark.kfp
@@ -37,38 +39,29 @@ _FAILED = Outcome(
 )
 
 
-@pytest.mark.parametrize(
-    ("policy", "completed", "failed", "gave_up", "error"),
-    [
-        pytest.param("never", False, False, False, False, id="never"),
-        pytest.param("on_timeout", False, False, True, False, id="on_timeout"),
-        pytest.param("on_success", True, False, True, False, id="on_success"),
-        pytest.param("always", True, True, True, True, id="always"),
-    ],
-)
-def test_should_delete(
-    policy: Any, completed: bool, failed: bool, gave_up: bool, error: bool
-) -> None:
-    endings = ("completed", "failed", "gave_up", "error")
-    assert [should_delete(policy, e) for e in endings] == [completed, failed, gave_up, error]
-
-
-def test_unknown_policy() -> None:
-    with pytest.raises(ValueError, match="unknown delete policy"):
-        should_delete("sometimes", "completed")  # type: ignore[arg-type]
+def ended(kind: str, outcome: Outcome | None = None, message: str = "") -> Verdict:
+    return Verdict(
+        kind=kind,  # type: ignore[arg-type]
+        name="t",
+        namespace="n",
+        backend="native",
+        outcome=outcome,
+        message=message,
+    )
 
 
 @pytest.mark.parametrize(
     ("error", "code"),
     [
-        pytest.param(JobSetFailed(_FAILED), launcher.EXIT_FAILED, id="jobset-failed"),
-        pytest.param(WaitTimeout("n", "t", 5), launcher.EXIT_TIMEOUT, id="timeout"),
-        pytest.param(CreationFailed("n", "t", "JobCreationFailed", "quota"), 3, id="creation"),
+        pytest.param(JobSetFailed(ended("failed", _FAILED)), launcher.EXIT_FAILED, id="failed"),
+        pytest.param(WaitTimeout(ended("timeout")), launcher.EXIT_TIMEOUT, id="timeout"),
+        pytest.param(CreationFailed(ended("creation_failed")), 3, id="creation"),
+        pytest.param(JobSetGone(ended("gone")), launcher.EXIT_GONE, id="deleted-meanwhile"),
         pytest.param(SpecError([]), launcher.EXIT_INVALID, id="spec"),
         pytest.param(ConfigError("no kubeconfig"), launcher.EXIT_INVALID, id="config"),
         pytest.param(IdentityMismatch("JobSet", "n", "t", "labels"), 4, id="not-ours"),
         pytest.param(Forbidden(403, "Forbidden"), launcher.EXIT_API_ERROR, id="forbidden"),
-        pytest.param(NotFound(404, "NotFound"), launcher.EXIT_API_ERROR, id="deleted-meanwhile"),
+        pytest.param(NotFound(404, "NotFound"), launcher.EXIT_API_ERROR, id="not-found"),
         pytest.param(ApiError(500), launcher.EXIT_API_ERROR, id="server"),
         pytest.param(Terminated(Handle("t", "n", "u", "controller")), 143, id="sigterm"),
         pytest.param(RuntimeError("bug"), None, id="unexpected-propagates"),
@@ -78,10 +71,10 @@ def test_exit_code(error: BaseException, code: int | None) -> None:
     assert launcher.exit_code(error) == code
 
 
-def test_failed_message_names_reason_and_job() -> None:
-    text = str(JobSetFailed(_FAILED))
-    assert "n/t failed: FailedJobs" in text
-    assert "(failed job t-w-0)" in text
+def test_failed_message_is_the_verdicts() -> None:
+    verdict = ended("failed", _FAILED, "JobSet n/t failed: FailedJobs (failed child Job: t-w-0)")
+    error = JobSetFailed(verdict)
+    assert str(error) == verdict.message and error.verdict.outcome == _FAILED
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
-"""The controller backend against the real local control plane (upstream JobSet controller).
+"""The core's lifecycle on the controller backend, against the real local control plane
+(upstream JobSet controller).
 
-Every test runs twice, with :class:`ControllerBackend` and with :class:`AsyncControllerBackend`,
-through one body: :class:`Twin` awaits whatever the async backend returns. Pods are scripted by
-the devcluster's annotations (``devcluster/run-seconds``, ``exit-code``,
+Every test runs twice, through :class:`tests.core._runs.RunFace`: on the test's event loop
+(``async``) and through the blocking façade on a thread of its own (``blocking``). Pods are
+scripted by the devcluster's annotations (``devcluster/run-seconds``, ``exit-code``,
 ``fail-until-attempt``, ``never-finish``, ``termination-message``, ``log``); see
 ``tests/cluster/README.md``. Setup and independent checks use the official client through the
 ``devcluster`` fixture.
@@ -11,8 +12,6 @@ the devcluster's annotations (``devcluster/run-seconds``, ``exit-code``,
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import itertools
 import json
 import os
@@ -28,76 +27,28 @@ from typing import Any
 import pytest
 import yaml
 
-from jobset_core.backends import AsyncControllerBackend, ControllerBackend, Handle
-from jobset_core.client import AsyncJobSetClient, ClientSettings, JobSetClient
+from jobset_core.blocking import run as blocking_run
+from jobset_core.client import Client, ClientSettings
 from jobset_core.errors import (
     CreationFailed,
     Forbidden,
     IdentityMismatch,
-    NotFound,
+    JobSetGone,
     SpecError,
     WaitTimeout,
 )
+from jobset_core.lifecycle import Handle, Run
 from jobset_core.models import JobSet, load_jobset
+from jobset_core.observe import Observer
 from jobset_core.outcome import Outcome, Phase, Progress
+from jobset_core.resources import EVENT
+from tests.core._runs import FLAVOURS, RunFace, open_face
 
 pytestmark = pytest.mark.cluster
 
-FLAVOURS = ["sync", "async"]
 WAIT = 90.0
 ZONE = "topology.kubernetes.io/zone"
-
-
-class Twin:
-    """One face for both backends: every call is awaited when the async backend needs it."""
-
-    def __init__(self, backend: ControllerBackend | AsyncControllerBackend) -> None:
-        self.backend = backend
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self.backend, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            result = method(*args, **kwargs)
-            return await result if inspect.isawaitable(result) else result
-
-        return call
-
-    async def drain(
-        self, name: str, *args: Any, until: Callable[[Any], bool] = lambda _: False, **kw: Any
-    ) -> list[Any]:
-        """Items of a (sync or async) iterator method until one satisfies ``until`` or it ends."""
-        stream = getattr(self.backend, name)(*args, **kw)
-        items: list[Any] = []
-        if hasattr(stream, "__aiter__"):
-            try:
-                async for item in stream:
-                    items.append(item)
-                    if until(item):
-                        break
-            finally:
-                await stream.aclose()
-        else:
-            try:
-                for item in stream:
-                    items.append(item)
-                    if until(item):
-                        break
-            finally:
-                stream.close()
-        return items
-
-
-@contextlib.asynccontextmanager
-async def open_backend(flavour: str, kubeconfig: Path, **options: Any) -> AsyncIterator[Twin]:
-    settings = ClientSettings(kubeconfig_path=str(kubeconfig))
-    options = {"poll_interval": 0.2, "watch_window": 5, **options}
-    if flavour == "sync":
-        with JobSetClient(settings) as client:
-            yield Twin(ControllerBackend(client, **options))
-    else:
-        async with AsyncJobSetClient(settings) as aclient:
-            yield Twin(AsyncControllerBackend(aclient, **options))
+KIND = "controller"
 
 
 @pytest.fixture(params=FLAVOURS)
@@ -106,9 +57,9 @@ def flavour(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def backend(flavour: str, devcluster: Any) -> AsyncIterator[Twin]:
-    async with open_backend(flavour, devcluster.kubeconfig) as twin:
-        yield twin
+async def backend(flavour: str, devcluster: Any) -> AsyncIterator[RunFace]:
+    async with open_face(flavour, devcluster.kubeconfig, KIND) as face:
+        yield face
 
 
 # ---------------------------------------------------------------------------------- manifests
@@ -185,7 +136,7 @@ class Recorder:
 
 
 async def run(
-    backend: Twin, jobset: JobSet, namespace: str, **wait: Any
+    backend: RunFace, jobset: JobSet, namespace: str, **wait: Any
 ) -> tuple[Handle, Outcome, Recorder]:
     recorder = wait.pop("recorder", None) or Recorder()
     submission = await backend.submit(jobset, namespace=namespace, identity=IDENTITY)
@@ -218,7 +169,7 @@ def nothing_left(devcluster: Any, namespace: str) -> Callable[[], bool]:
 
 
 async def test_success_all_with_result_logs_and_progress(
-    backend: Twin, cluster_namespace: str
+    backend: RunFace, cluster_namespace: str
 ) -> None:
     driver = rjob(
         "driver",
@@ -245,7 +196,7 @@ async def test_success_all_with_result_logs_and_progress(
     assert all(a != b for a, b in itertools.pairwise(lines))
     assert recorder.events[-1].phase is Phase.COMPLETED
     assert any(e.phase is Phase.RUNNING for e in recorder.events)
-    assert await backend.drain("stream_logs", handle, follow=False) == ["starting", "done"]
+    assert await backend.logs(handle) == ["starting", "done"]
     status = await backend.status(handle)
     assert status.phase is Phase.COMPLETED and status.result == {"accuracy": 0.93}
     assert (await backend.jobset_status(handle)).terminal_state == "Completed"
@@ -253,7 +204,7 @@ async def test_success_all_with_result_logs_and_progress(
 
 
 async def test_success_any_with_targets_ends_other_jobs(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest(
         "any",
@@ -282,7 +233,7 @@ async def test_success_any_with_targets_ends_other_jobs(
 # ---------------------------------------------------------------------------------- failure
 
 
-async def test_fail_jobset_on_matching_reason(backend: Twin, cluster_namespace: str) -> None:
+async def test_fail_jobset_on_matching_reason(backend: RunFace, cluster_namespace: str) -> None:
     jobset = manifest(
         "failfast",
         rjob("workers", annotations={**FAIL, "devcluster/log": "boom"}),
@@ -301,7 +252,7 @@ async def test_fail_jobset_on_matching_reason(backend: Twin, cluster_namespace: 
 
 
 async def test_restart_jobset_up_to_max_then_reached_max_restarts(
-    backend: Twin, cluster_namespace: str
+    backend: RunFace, cluster_namespace: str
 ) -> None:
     jobset = manifest("maxed", rjob("workers", annotations=FAIL), failurePolicy={"maxRestarts": 2})
     _, outcome, recorder = await run(backend, jobset, cluster_namespace)
@@ -313,7 +264,7 @@ async def test_restart_jobset_up_to_max_then_reached_max_restarts(
     assert all(e.reason == "DefaultFailurePolicy" for e in restarting)
 
 
-async def test_restart_ignoring_max_restarts(backend: Twin, cluster_namespace: str) -> None:
+async def test_restart_ignoring_max_restarts(backend: RunFace, cluster_namespace: str) -> None:
     jobset = manifest(
         "ignoremax",
         rjob("workers", annotations={"devcluster/fail-until-attempt": "2"}),
@@ -329,7 +280,7 @@ async def test_restart_ignoring_max_restarts(backend: Twin, cluster_namespace: s
 
 
 async def test_on_restart_return_names_the_failed_job(
-    backend: Twin, cluster_namespace: str
+    backend: RunFace, cluster_namespace: str
 ) -> None:
     jobset = manifest(
         "ret",
@@ -354,7 +305,7 @@ def first_started(counts: list[tuple[int, int, int, int]]) -> int | None:
     return next((i for i, c in enumerate(counts) if any(c)), None)
 
 
-async def test_in_order_startup(backend: Twin, cluster_namespace: str) -> None:
+async def test_in_order_startup(backend: RunFace, cluster_namespace: str) -> None:
     jobset = manifest(
         "inorder",
         rjob("first", 2, run="3"),
@@ -372,7 +323,7 @@ async def test_in_order_startup(backend: Twin, cluster_namespace: str) -> None:
     assert any(e.reason == "InOrderStartupPolicyInProgress" for e in recorder.events)
 
 
-async def test_depends_on_complete(backend: Twin, cluster_namespace: str) -> None:
+async def test_depends_on_complete(backend: RunFace, cluster_namespace: str) -> None:
     jobset = manifest(
         "deps",
         rjob("prepare", run="1"),
@@ -388,7 +339,9 @@ async def test_depends_on_complete(backend: Twin, cluster_namespace: str) -> Non
 # ---------------------------------------------------------------------------------- lifecycle
 
 
-async def test_suspend_then_resume(backend: Twin, cluster_namespace: str, devcluster: Any) -> None:
+async def test_suspend_then_resume(
+    backend: RunFace, cluster_namespace: str, devcluster: Any
+) -> None:
     jobset = manifest("susp", rjob("workers", 2), suspend=True)
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
     handle = submission.handle
@@ -404,7 +357,7 @@ async def test_suspend_then_resume(backend: Twin, cluster_namespace: str, devclu
 
 
 async def test_exclusive_placement_gives_distinct_zones(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest(
         "excl",
@@ -424,7 +377,7 @@ async def test_exclusive_placement_gives_distinct_zones(
 
 
 async def test_ttl_deletes_the_finished_jobset(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest("ttl", rjob("workers"), ttlSecondsAfterFinished=1)
     _, outcome, _ = await run(backend, jobset, cluster_namespace)
@@ -432,7 +385,7 @@ async def test_ttl_deletes_the_finished_jobset(
     devcluster.wait_for(nothing_left(devcluster, cluster_namespace), 60, desc="TTL deletion")
 
 
-async def test_timeout_leaves_the_jobset_running(backend: Twin, cluster_namespace: str) -> None:
+async def test_timeout_leaves_the_jobset_running(backend: RunFace, cluster_namespace: str) -> None:
     jobset = manifest("slow", rjob("workers", annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
     started = time.monotonic()
@@ -443,7 +396,7 @@ async def test_timeout_leaves_the_jobset_running(backend: Twin, cluster_namespac
 
 
 async def test_cancel_leaves_nothing_behind(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest("cancel", rjob("workers", 2, annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
@@ -462,7 +415,7 @@ async def test_cancel_leaves_nothing_behind(
 
 
 async def test_delete_wait_returns_when_everything_is_gone(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest("del", rjob("workers", 2, annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
@@ -482,7 +435,7 @@ async def test_delete_wait_returns_when_everything_is_gone(
 
 
 async def test_submit_is_idempotent_and_adopts_only_its_own(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest("ident", rjob("workers", annotations={"devcluster/never-finish": "true"}))
     first = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
@@ -511,7 +464,7 @@ async def test_submit_is_idempotent_and_adopts_only_its_own(
 
 
 async def test_invalid_jobset_creates_nothing(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     bad = manifest(
         "Bad_Name",
@@ -537,10 +490,10 @@ async def test_creation_failed_surfaces_promptly(
     del broken["template"]["spec"]["completions"]
     broken["template"]["spec"]["parallelism"] = 2
     jobset = manifest("broken", broken)
-    async with open_backend(flavour, devcluster.kubeconfig) as checked:
+    async with open_face(flavour, devcluster.kubeconfig, KIND) as checked:
         with pytest.raises(SpecError):
             await checked.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
-    async with open_backend(flavour, devcluster.kubeconfig, validate=False) as unchecked:
+    async with open_face(flavour, devcluster.kubeconfig, KIND, validate=False) as unchecked:
         submission = await unchecked.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
         recorder = Recorder()
         started = time.monotonic()
@@ -548,12 +501,12 @@ async def test_creation_failed_surfaces_promptly(
             await unchecked.wait(submission.handle, timeout=60, on_progress=recorder)
     assert time.monotonic() - started < 30
     assert caught.value.reason == "JobCreationFailed"
-    assert "completions" in caught.value.message
+    assert "completions" in str(caught.value)
     assert recorder.events[-1].kind == "creation-failed"
 
 
 async def test_headless_service_creation_failure_surfaces(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     from kubernetes import client as k8s
 
@@ -567,11 +520,11 @@ async def test_headless_service_creation_failure_surfaces(
     with pytest.raises(CreationFailed) as caught:
         await backend.wait(submission.handle, timeout=60)
     assert caught.value.reason == "HeadlessServiceCreationFailed"
-    assert "quota" in caught.value.message
+    assert "quota" in str(caught.value)
 
 
 async def test_two_jobsets_in_one_namespace_never_cross_talk(
-    backend: Twin, cluster_namespace: str
+    backend: RunFace, cluster_namespace: str
 ) -> None:
     ok = manifest("pair", rjob("w", annotations={"devcluster/log": "from pair"}))
     bad = manifest("pair-w", rjob("w", annotations={**FAIL, "devcluster/log": "from pair-w"}))
@@ -583,8 +536,8 @@ async def test_two_jobsets_in_one_namespace_never_cross_talk(
     assert (out_a.name, out_a.phase) == ("pair", Phase.COMPLETED)
     assert (out_b.name, out_b.phase) == ("pair-w", Phase.FAILED)
     assert all(e.phase is not Phase.FAILED for e in ra.events)
-    assert await backend.drain("stream_logs", a.handle, follow=False) == ["from pair"]
-    assert await backend.drain("stream_logs", b.handle, follow=False) == ["from pair-w"]
+    assert await backend.logs(a.handle) == ["from pair"]
+    assert await backend.logs(b.handle) == ["from pair-w"]
     assert list(await backend.failed_pod_logs(a.handle)) == []
     assert len(await backend.failed_pod_logs(b.handle)) == 1
 
@@ -593,19 +546,31 @@ async def test_two_jobsets_in_one_namespace_never_cross_talk(
 
 
 async def test_forced_410_relists_and_still_sees_the_end(
-    backend: Twin, cluster_namespace: str
+    cluster_namespace: str, devcluster: Any
 ) -> None:
-    jobset = manifest("gone", rjob("workers", run="1"))
-    submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
+    from jobset_core.lifecycle import WaitRules
 
-    def finished(item: tuple[str, JobSet]) -> bool:
-        status = item[1].status
-        return status is not None and status.terminal_state == "Completed"
-
-    # resourceVersion 1 is far older than the watch cache keeps: the server answers 410.
-    seen = await backend.drain("snapshots", submission.handle, resource_version="1", until=finished)
-    assert seen[0][0] == "list"
-    assert finished(seen[-1])
+    settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+    async with Client(settings) as client:
+        observer = Observer(client, scope="run")
+        run = Run(observer)
+        jobset = manifest("gone", rjob("workers", run="1"))
+        submission = await run.submit(
+            jobset, namespace=cluster_namespace, identity=IDENTITY, backend=KIND
+        )
+        # resourceVersion 1 is far older than the watch cache keeps: the server answers 410,
+        # every informer lists again, and the wait still sees the end.
+        target = run.backend(KIND).target(submission.handle, since="1")
+        async with observer.track(target) as tracked:
+            judge_rules = WaitRules()
+            verdict = await run.wait(
+                submission.handle, deadline=time.time() + WAIT, rules=judge_rules
+            )
+            stats = observer.stats()
+            assert tracked.observation().jobset is not None
+        await observer.aclose()
+    assert verdict.kind == "completed"
+    assert stats["relists"] >= 1, stats
 
 
 def _free_port() -> int:
@@ -658,9 +623,14 @@ class PrivateApiServer:
         pytest.fail("private kube-apiserver did not become ready")
 
     def _ready(self) -> bool:
+        settings = ClientSettings(kubeconfig_path=str(self.kubeconfig))
+
+        async def served() -> bool:
+            async with Client(settings) as client:
+                return await client.jobset_api_served()
+
         try:
-            with JobSetClient(ClientSettings(kubeconfig_path=str(self.kubeconfig))) as client:
-                return client.jobset_api_served()
+            return blocking_run(served)
         except Exception:
             return False
 
@@ -709,7 +679,7 @@ async def test_apiserver_stopped_and_restarted_during_a_watch(
         except BaseException as error:  # reported by the test body
             problems.append(error)
 
-    async with open_backend(flavour, private_apiserver.kubeconfig) as backend:
+    async with open_face(flavour, private_apiserver.kubeconfig, KIND) as backend:
         submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
         thread = threading.Thread(target=outage, daemon=True)
         thread.start()
@@ -723,16 +693,18 @@ async def test_apiserver_stopped_and_restarted_during_a_watch(
     assert outcome.replicated_jobs[0].succeeded == 2
 
 
-async def test_wait_on_a_deleted_jobset_fails_fast(backend: Twin, cluster_namespace: str) -> None:
+async def test_wait_on_a_deleted_jobset_fails_fast(
+    backend: RunFace, cluster_namespace: str
+) -> None:
     jobset = manifest("vanish", rjob("workers", annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
     await backend.delete(submission.handle, wait=True, timeout=60)
-    with pytest.raises(NotFound, match="gone"):
+    with pytest.raises(JobSetGone, match="was deleted"):
         await backend.wait(submission.handle, timeout=30)
 
 
 async def test_deleted_while_waiting_ends_the_wait(
-    backend: Twin, cluster_namespace: str, devcluster: Any
+    backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
     jobset = manifest("doomed", rjob("w", annotations={"devcluster/never-finish": "true"}))
     submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
@@ -745,14 +717,14 @@ async def test_deleted_while_waiting_ends_the_wait(
     thread = threading.Thread(target=delete_when_running, daemon=True)
     thread.start()
     started = time.monotonic()
-    with pytest.raises(NotFound, match="gone"):
+    with pytest.raises(JobSetGone, match="was deleted"):
         await backend.wait(submission.handle, timeout=60, on_progress=recorder)
     assert time.monotonic() - started < 30
     thread.join(5)
 
 
 async def test_async_wait_can_be_cancelled(cluster_namespace: str, devcluster: Any) -> None:
-    async with open_backend("async", devcluster.kubeconfig) as backend:
+    async with open_face("async", devcluster.kubeconfig, KIND) as backend:
         jobset = manifest("cancelwait", rjob("w", annotations={"devcluster/never-finish": "true"}))
         submission = await backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
         task = asyncio.ensure_future(backend.wait(submission.handle, timeout=60))
@@ -772,9 +744,9 @@ def _limited_kubeconfig(devcluster: Any, namespace: str, workdir: Path) -> Path:
     )
     rules = [
         ("jobset.x-k8s.io", "jobsets", ["get", "list", "watch", "create", "delete", "patch"]),
-        ("", "pods", ["get", "list"]),
+        ("", "pods", ["get", "list", "watch"]),
         ("", "pods/log", ["get"]),
-        ("batch", "jobs", ["get", "list"]),
+        ("batch", "jobs", ["get", "list", "watch"]),
     ]
     rbac.create_namespaced_role(
         namespace,
@@ -813,9 +785,10 @@ async def test_wait_without_rbac_for_events_still_finishes(
 ) -> None:
     kubeconfig = _limited_kubeconfig(devcluster, cluster_namespace, tmp_path)
     settings = ClientSettings(kubeconfig_path=str(kubeconfig))
-    with JobSetClient(settings) as plain, pytest.raises(Forbidden):  # the premise
-        plain.list_events(namespace=cluster_namespace)
-    async with open_backend(flavour, kubeconfig) as limited:
+    async with Client(settings) as plain:
+        with pytest.raises(Forbidden):  # the premise
+            await plain.list(EVENT, namespace=cluster_namespace)
+    async with open_face(flavour, kubeconfig, KIND) as limited:
         jobset = manifest("limited", rjob("w", annotations={"devcluster/termination-message": "7"}))
         _, outcome, _ = await run(limited, jobset, cluster_namespace)
     assert outcome.phase is Phase.COMPLETED and outcome.result == 7
@@ -841,7 +814,7 @@ PARITY = [
 
 
 @pytest.mark.parametrize(("notes", "spec", "end"), PARITY)
-def test_same_manifest_same_end_on_both_backends(
+async def test_same_manifest_same_end_on_both_backends(
     notes: dict[str, str],
     spec: dict[str, Any],
     end: tuple[str, str, int],
@@ -850,23 +823,20 @@ def test_same_manifest_same_end_on_both_backends(
 ) -> None:
     """The controller and the native backend end a manifest the same way: terminal state,
     reason, restart count, and the restart-attempt label of the last attempt's pods."""
-    from jobset_core.backends.native import NativeBackend
-
     ends, attempts = {}, {}
-    with JobSetClient(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
-        for kind, backend in (
-            ("controller", ControllerBackend(client, watch_window=5)),
-            ("native", NativeBackend(client)),
-        ):
+    for kind in ("controller", "native"):
+        async with open_face("async", devcluster.kubeconfig, kind) as backend:  # type: ignore[arg-type]
             jobset = manifest(f"par-{kind}", rjob("w", 2, annotations=notes), **spec)
-            submission = backend.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
-            outcome = backend.wait(submission.handle, timeout=WAIT)
-            ends[kind] = (outcome.terminal_state, outcome.reason, outcome.restarts)
-            pods = devcluster.core.list_namespaced_pod(
-                cluster_namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name=par-{kind}"
-            ).items
-            attempts[kind] = max(
-                int(p.metadata.labels["jobset.sigs.k8s.io/restart-attempt"]) for p in pods
+            submission = await backend.submit(
+                jobset, namespace=cluster_namespace, identity=IDENTITY
             )
+            outcome = await backend.wait(submission.handle, timeout=WAIT)
+        ends[kind] = (outcome.terminal_state, outcome.reason, outcome.restarts)
+        pods = devcluster.core.list_namespaced_pod(
+            cluster_namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name=par-{kind}"
+        ).items
+        attempts[kind] = max(
+            int(p.metadata.labels["jobset.sigs.k8s.io/restart-attempt"]) for p in pods
+        )
     assert ends == {"controller": end, "native": end}
     assert attempts["controller"] == attempts["native"] == end[2]

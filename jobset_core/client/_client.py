@@ -1,0 +1,441 @@
+"""The one API client: a thin async shell over the official ``kubernetes_asyncio`` client.
+
+Every method builds a :class:`~jobset_core.client._core.Request` in the pure core, sends it
+through ``kubernetes_asyncio.client.ApiClient.call_api`` (so authentication, TLS and token
+loading are the official client's), maps failures to :mod:`jobset_core.errors`, and retries as
+:func:`~jobset_core.client._core.retry_delay` decides.
+
+Two connection pools: short requests share one bounded pool; watches and followed logs, which
+hold a connection for minutes, get a pool of their own without a limit, so a thousand open
+watches never starve a GET. What the client sends is counted in :attr:`Client.stats`
+(requests by verb, retries, TCP connections opened, watches open), for logs and benchmarks.
+
+There is no synchronous twin: synchronous callers run the core's coroutines through
+:func:`jobset_core.blocking.run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as _dt
+import itertools
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from jobset_core.client import _core
+from jobset_core.client._core import (
+    DEFAULT_RETRY,
+    POD,
+    ObjectList,
+    PatchType,
+    Propagation,
+    Request,
+    RetryPolicy,
+    Selector,
+)
+from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
+from jobset_core.client.config import ClientSettings, load_configuration
+from jobset_core.errors import ApiError, JobSetError, NotFound
+from jobset_core.resources import ApiResource
+
+__all__ = ["Client", "ClientStats"]
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+Body = Mapping[str, Any] | Any
+
+_TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_CONNECT_TIMEOUT = 10.0
+#: A watch whose socket stays silent this much longer than the watch's own timeout is dead.
+_WATCH_GRACE = 30.0
+#: The API server sends a bookmark on a quiet watch about once a minute: a watch silent for
+#: longer than this lost its connection (a half-open TCP socket reads nothing, forever).
+_WATCH_SILENCE = 150.0
+_REQUEST_POOL = 100
+_READ_BUFFER = 2**21  # watch events of large objects exceed aiohttp's default buffer
+
+
+@dataclass
+class ClientStats:
+    """What a client sent, counted as it happens (read it at any time).
+
+    Attributes:
+        requests: Requests sent, by Kubernetes verb (``get``, ``list``, ``watch``, ``create``,
+            ``patch``, ``delete``; pod logs count as ``get``), retries included.
+        retries: Requests sent again after a retryable failure.
+        connections: TCP (TLS) connections opened, both pools.
+        watches_open: Watches (and followed logs) streaming right now.
+    """
+
+    requests: dict[str, int] = field(default_factory=dict)
+    retries: int = 0
+    connections: int = 0
+    watches_open: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every request sent."""
+        return sum(self.requests.values())
+
+    def snapshot(self) -> dict[str, Any]:
+        """A plain copy (for JSON)."""
+        return {
+            "requests": dict(sorted(self.requests.items())),
+            "total": self.total,
+            "retries": self.retries,
+            "connections": self.connections,
+            "watches_open": self.watches_open,
+        }
+
+
+class Client:
+    """Asynchronous client for JobSets and the objects around them.
+
+    Args:
+        settings: Where to connect (see :class:`~jobset_core.client.ClientSettings`).
+        retry: How 429, 5xx and lost answers to reads are retried.
+        request_timeout: Read timeout of a non-streaming request, in seconds.
+        sleep: Waits between attempts (injectable for tests).
+        rand: Source of jitter in ``[0, 1)``.
+
+    Use it as ``async with Client(settings) as client:`` (or call :meth:`aclose`).
+    """
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        request_timeout: float = 60.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        self.stats = ClientStats()
+        self._retry = retry
+        self._timeout = request_timeout
+        self._sleep = sleep
+        self._rand = rand
+        self._loading: asyncio.Lock | None = None
+        self._pools: tuple[Any, Any] | None = None
+
+    async def aclose(self) -> None:
+        """Close both connection pools."""
+        pools, self._pools = self._pools, None
+        for api in pools or ():
+            await api.close()
+
+    async def __aenter__(self) -> Client:
+        await self._api(streaming=False)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ verbs
+
+    async def create(
+        self, resource: ApiResource, body: Body, *, namespace: str, dry_run: bool = False
+    ) -> Obj:
+        """Create an object (``fieldValidation=Strict``; ``dry_run``: admission only)."""
+        request = _core.create(resource, namespace, body, dry_run=dry_run)
+        return _core.as_object(await self._send(request))
+
+    async def get(self, resource: ApiResource, name: str, *, namespace: str) -> Obj:
+        """Read one object."""
+        return _core.as_object(await self._send(_core.get(resource, namespace, name)))
+
+    async def list(
+        self,
+        resource: ApiResource,
+        *,
+        namespace: str | None,
+        label_selector: Selector | None = None,
+        field_selector: Selector | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+    ) -> ObjectList[Obj]:
+        """List objects (``namespace=None``: across all namespaces); with ``limit``, one page
+        (its ``continue_`` asks for the next)."""
+        request = _core.list_(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            continue_=continue_,
+        )
+        return _core.decode_list(await self._send(request), _core.as_object)
+
+    async def patch(
+        self,
+        resource: ApiResource,
+        name: str,
+        body: Body,
+        *,
+        namespace: str,
+        patch_type: PatchType = "merge",
+    ) -> Obj:
+        """Patch an object (merge patch by default; a merge patch carrying
+        ``metadata.resourceVersion`` is a compare-and-swap: 409 when the object moved on)."""
+        request = _core.patch(resource, namespace, name, body, patch_type=patch_type)
+        return _core.as_object(await self._send(request))
+
+    async def delete(
+        self,
+        resource: ApiResource,
+        name: str,
+        *,
+        namespace: str,
+        propagation: Propagation = "Foreground",
+        uid: str | None = None,
+    ) -> Obj | None:
+        """Delete an object (children first with ``Foreground``); ``uid`` guards against a
+        namesake. Raises :class:`~jobset_core.errors.NotFound` when it is already gone."""
+        request = _core.delete(resource, namespace, name, propagation=propagation, uid=uid)
+        answer = await self._send(request)
+        return answer if isinstance(answer, dict) else None
+
+    def watch(
+        self,
+        resource: ApiResource,
+        *,
+        namespace: str | None,
+        resource_version: str | None = None,
+        label_selector: Selector | None = None,
+        field_selector: Selector | None = None,
+        timeout_seconds: int | None = None,
+    ) -> AsyncIterator[WatchEvent[Obj]]:
+        """Watch objects from ``resource_version`` (with bookmarks). Raises
+        :class:`~jobset_core.errors.Gone` when the version is too old (list again) and
+        :class:`~jobset_core.errors.Unreachable` when the stream drops."""
+        request = _core.watch(
+            resource,
+            namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            timeout_seconds=timeout_seconds,
+        )
+        return self._watch(request, resource_version, timeout_seconds)
+
+    async def read_pod_log(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log as text, as it is now."""
+        request = _core.pod_log(
+            namespace, name, container=container, tail_lines=tail_lines, previous=previous
+        )
+        data: bytes = await self._retrying(
+            request, lambda: self._read(request, self._timeout, streaming=False)
+        )
+        return data.decode("utf-8", "replace")
+
+    async def stream_pod_log(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        follow: bool = True,
+    ) -> AsyncIterator[str]:
+        """Yield a container's log line by line as it is written (without newlines)."""
+        request = _core.pod_log(
+            namespace, name, container=container, tail_lines=tail_lines, follow=follow
+        )
+        response = await self._retrying(
+            request, lambda: self._call_api(request, None, streaming=follow)
+        )
+        lines = LineBuffer()
+        self.stats.watches_open += 1
+        try:
+            async for chunk in _chunks(request, response):
+                for line in lines.feed(chunk):
+                    yield line.decode("utf-8", "replace")
+            rest = lines.flush()
+            if rest is not None:
+                yield rest.decode("utf-8", "replace")
+        finally:
+            self.stats.watches_open -= 1
+            response.close()
+
+    async def jobset_api_served(self) -> bool:
+        """Whether the API server serves ``jobset.x-k8s.io/v1alpha2`` jobsets (discovery)."""
+        try:
+            return _core.jobset_api_in(await self._send(_core.discovery()))
+        except NotFound:
+            return False
+
+    async def may(self, verb: str, resource: ApiResource, *, namespace: str | None) -> bool:
+        """Whether this identity may ``verb`` the resource in ``namespace`` (``None``: in all
+        namespaces), as a ``SelfSubjectAccessReview`` answers."""
+        return _core.access_allowed(
+            await self._send(_core.access_review(verb, resource, namespace))
+        )
+
+    async def pod(self, name: str, *, namespace: str) -> Obj:
+        """Read one pod (a shorthand of :meth:`get`)."""
+        return await self.get(POD, name, namespace=namespace)
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _watch(
+        self, request: Request, resource_version: str | None, timeout_seconds: int | None
+    ) -> AsyncIterator[WatchEvent[Obj]]:
+        state = WatchState(_core.as_object, resource_version)
+        read_timeout = _WATCH_SILENCE
+        if timeout_seconds is not None:
+            read_timeout = min(_WATCH_SILENCE, timeout_seconds + _WATCH_GRACE)
+        response = await self._retrying(
+            request, lambda: self._call_api(request, read_timeout, streaming=True)
+        )
+        self.stats.watches_open += 1
+        try:
+            async for chunk in _chunks(request, response):
+                for event in state.feed(chunk):
+                    yield event
+            for event in state.close():
+                yield event
+        finally:
+            self.stats.watches_open -= 1
+            response.close()
+
+    async def _send(self, request: Request) -> Any:
+        """Send a request and decode its JSON answer, retrying as the policy says."""
+        data = await self._retrying(
+            request, lambda: self._read(request, self._timeout, streaming=False)
+        )
+        return _core.decode_body(data)
+
+    async def _retrying(self, request: Request, attempt: Callable[[], Awaitable[T]]) -> T:
+        for number in itertools.count(1):
+            if number > 1:
+                self.stats.retries += 1
+            try:
+                return await attempt()
+            except ApiError as answer:  # an error answer, already mapped by _call_api
+                delay = self._delay(request, number, answer)
+                if delay is None:
+                    raise
+            except ApiException as exc:
+                error = _api_error(request, exc)
+                delay = self._delay(request, number, error)
+                if delay is None:
+                    raise error from exc
+            except _TRANSPORT_ERRORS as exc:
+                error = _core.unreachable(request, exc)
+                delay = self._delay(request, number, error)
+                if delay is None:
+                    raise error from exc
+            await self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delay(self, request: Request, attempt: int, error: JobSetError) -> float | None:
+        return _core.retry_delay(
+            self._retry, attempt, error, idempotent=request.idempotent, rand=self._rand()
+        )
+
+    async def _api(self, *, streaming: bool) -> Any:
+        if self._pools is None:
+            if self._loading is None:
+                self._loading = asyncio.Lock()
+            async with self._loading:
+                if self._pools is None:
+                    configuration = await load_configuration(self.settings)
+                    self._pools = (
+                        self._api_client(configuration, _REQUEST_POOL),
+                        self._api_client(configuration, 0),  # 0: no limit
+                    )
+        return self._pools[1 if streaming else 0]
+
+    def _api_client(self, configuration: Any, limit: int) -> Any:
+        pool = copy.copy(configuration)
+        pool.connection_pool_maxsize = limit
+        api = ApiClient(pool)
+        rest = api.rest_client
+        traced = aiohttp.TraceConfig()
+        traced.on_connection_create_end.append(self._connection_opened)
+        old = rest.pool_manager
+        rest.pool_manager = aiohttp.ClientSession(
+            connector=old.connector,
+            trust_env=True,
+            read_bufsize=_READ_BUFFER,
+            trace_configs=[traced],
+        )
+        old.detach()  # the connector now belongs to the traced session
+        return api
+
+    async def _connection_opened(self, *_: Any) -> None:
+        self.stats.connections += 1
+
+    async def _read(
+        self, request: Request, read_timeout: float | None, *, streaming: bool
+    ) -> bytes:
+        response = await self._call_api(request, read_timeout, streaming=streaming)
+        try:
+            data: bytes = await response.read()
+            return data
+        finally:
+            response.release()
+
+    async def _call_api(
+        self, request: Request, read_timeout: float | None, *, streaming: bool
+    ) -> Any:
+        """Open the request; an error answer is read, released and raised as our error."""
+        api = await self._api(streaming=streaming)
+        self.stats.requests[request.verb] = self.stats.requests.get(request.verb, 0) + 1
+        accept = "application/json" if request.resource != "pods/log" else "*/*"
+        response = await api.call_api(
+            request.path,
+            request.method,
+            query_params=list(request.query),
+            header_params={"Content-Type": request.content_type, "Accept": accept},
+            body=request.body,
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+            _preload_content=False,
+            _request_timeout=(_CONNECT_TIMEOUT, read_timeout),
+        )
+        if _core.is_success(response.status):
+            return response
+        try:
+            body: bytes = await response.read()
+        finally:
+            response.release()
+        now = _dt.datetime.now(_dt.timezone.utc)
+        raise _core.error_from_response(response.status, response.headers, body, now=now)
+
+
+def _api_error(request: Request, exc: Any) -> JobSetError:
+    if not exc.status:  # the library failed before any answer (bad arguments)
+        return _core.unreachable(request, exc)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
+
+
+async def _chunks(request: Request, response: Any) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except _TRANSPORT_ERRORS as exc:
+        raise _core.unreachable(request, exc) from exc

@@ -1,0 +1,271 @@
+"""From observations of one run to progress and, once, a verdict (pure).
+
+:class:`Judge` is the one decision every waiter makes: the worker's wait, the trigger, the
+sensor, the KFP step and ``jobsetctl run`` all feed it the observer's
+:class:`~jobset_core.observe.Observation` of their run and act on what it says. It reads the
+JobSet (for a native run, the JobSet kept on its anchor) through the core's outcome rules, the
+run's Warning Events for children that cannot be created, its pods for the result, and its
+Jobs for why an attempt failed. Nothing here performs I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jobset_core.backends import _common as common
+from jobset_core.backends._anchor import parse_anchor
+from jobset_core.backends._base import Handle
+from jobset_core.errors import JobSetError
+from jobset_core.lifecycle.verdict import Verdict, VerdictKind
+from jobset_core.models import JobSet
+from jobset_core.observe._store import Observation
+from jobset_core.outcome import Outcome, Phase, Progress
+
+__all__ = ["Judge", "Step", "WaitRules", "head_jobset", "run_result"]
+
+OnRestart = Literal["continue", "return"]
+
+
+@dataclass(frozen=True)
+class WaitRules:
+    """What a waiter waits for.
+
+    Attributes:
+        on_restart: ``return``: end the wait when ``status.restarts`` grows past the
+            baseline; ``continue``: wait through restarts.
+        until: Phases that also end the wait (sensors): verdict ``reached``.
+        baseline_restarts: The restarts the caller already saw (default: the first
+            observation's).
+        budget: The timeout the caller was given, in seconds (a deferred wait starts after
+            part of it was spent): what a ``timeout`` verdict says. Default: how long this
+            wait lasted.
+    """
+
+    on_restart: OnRestart = "continue"
+    until: frozenset[Phase] = frozenset()
+    baseline_restarts: int | None = None
+    budget: float | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one observation means: a progress event to report (``None``: nothing a user
+    sees changed) and, when the wait is over, its verdict."""
+
+    progress: Progress | None = None
+    verdict: Verdict | None = None
+
+
+def head_jobset(handle: Handle, observation: Observation) -> JobSet | None:
+    """The run's JobSet: the JobSet resource, or the one its native anchor keeps."""
+    if handle.backend == "native":
+        anchor = observation.anchor
+        return parse_anchor(anchor).jobset if anchor is not None else None
+    found = observation.jobset
+    return JobSet.model_validate(found) if found is not None else None
+
+
+def run_result(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> Any:
+    """The run's result: the termination message of its coordinator pod (else pod 0 of job 0
+    of the first replicated job), from the pods the observer holds."""
+    target = common.log_pod_target(jobset)
+    if target is None:
+        return None
+    return common.termination_result(common.choose_log_pod(pods, target))
+
+
+def _job_detail(observation: Observation, job: str | None) -> str:
+    if not job:
+        return ""
+    found = next((j for j in observation.jobs if j["metadata"].get("name") == job), None)
+    return common.job_failure(found) if found is not None else ""
+
+
+class Judge:
+    """Judges successive observations of one run.
+
+    Args:
+        handle: The run.
+        rules: What the waiter waits for.
+    """
+
+    def __init__(self, handle: Handle, rules: WaitRules | None = None) -> None:
+        self.handle = handle
+        self.rules = rules or WaitRules()
+        self._tracker = common.WaitTracker(
+            handle.backend, return_on_restart=self.rules.on_restart == "return"
+        )
+        self._tracker.baseline_restarts = self.rules.baseline_restarts
+
+    @property
+    def last(self) -> Outcome | None:
+        """The outcome of the last observation judged."""
+        return self._tracker.last
+
+    # ------------------------------------------------------------------ verdicts
+
+    def verdict(
+        self, kind: VerdictKind, outcome: Outcome | None, reason: str, message: str
+    ) -> Verdict:
+        """A verdict about this run."""
+        handle = self.handle
+        return Verdict(
+            kind=kind,
+            name=handle.name,
+            namespace=handle.namespace,
+            uid=handle.uid,
+            backend=handle.backend,
+            outcome=outcome,
+            reason=reason,
+            message=message,
+        )
+
+    def _what(self) -> str:
+        return f"JobSet {self.handle.namespace}/{self.handle.name}"
+
+    def gone(self, reason: Literal["Deleted", "Replaced"], detail: str = "") -> Verdict:
+        """The run disappeared (or a namesake replaced it)."""
+        uid = f" (uid {self.handle.uid})" if self.handle.uid else ""
+        words = {"Deleted": "was deleted", "Replaced": "was replaced by a namesake"}[reason]
+        message = f"{self._what()}{uid} {words} before it finished"
+        return self.verdict("gone", self.last, reason, f"{message}{detail}")
+
+    def timeout(self, seconds: float) -> Verdict:
+        """The deadline passed first (after ``seconds`` of waiting here)."""
+        took = self.rules.budget if self.rules.budget is not None else seconds
+        shown = f"{round(took):d}" if took >= 10 else f"{round(took, 1):g}"
+        message = f"{self._what()} did not finish within {shown}s"
+        return self.verdict("timeout", self.last, "Timeout", message)
+
+    def creation_failed(self, reason: str, message: str) -> tuple[Progress, Verdict]:
+        """A child object cannot be created: the progress line and the verdict."""
+        last = self.last
+        progress = Progress(
+            kind="creation-failed",
+            phase=last.phase if last else Phase.PENDING,
+            restarts=last.restarts if last else 0,
+            reason=reason,
+            message=message,
+        )
+        text = f"{self._what()}: {reason}: {message}"
+        return progress, self.verdict("creation_failed", last, reason, text)
+
+    def prime(self, observation: Observation) -> None:
+        """Take the restart baseline from an observation made before anything was done (when
+        the caller gave none): a native waiter drives the run before judging it."""
+        if self._tracker.baseline_restarts is not None:
+            return
+        try:
+            jobset = head_jobset(self.handle, observation)
+        except JobSetError:
+            return
+        if jobset is not None and jobset.status is not None:
+            self._tracker.baseline_restarts = jobset.status.restarts or 0
+        elif jobset is not None:
+            self._tracker.baseline_restarts = 0
+
+    # ------------------------------------------------------------------ one observation
+
+    def step(self, observation: Observation) -> Step:
+        """Judge one observation of the run."""
+        try:
+            jobset = head_jobset(self.handle, observation)
+        except JobSetError as error:  # an anchor that no longer parses
+            return Step(verdict=self.gone("Replaced", f": {error}"))
+        if jobset is None:
+            return Step(verdict=self.gone("Deleted")) if observation.synced else Step()
+        uid = self.handle.uid
+        if uid and jobset.metadata.uid != uid:
+            return Step(verdict=self.gone("Replaced"))
+        if jobset.metadata.deletion_timestamp:
+            return Step(verdict=self.gone("Deleted", " (it is being deleted)"))
+        failure = self._creation_failure(observation)
+        if failure is not None:
+            progress, verdict = self.creation_failed(*failure)
+            return Step(progress, verdict)
+        return self._judge_state(observation, jobset)
+
+    def _creation_failure(self, observation: Observation) -> tuple[str, str] | None:
+        if self.handle.backend != "controller":
+            return None  # the native backend sees its own failed creates
+        for event in observation.events:
+            about = event.get("involvedObject") or {}
+            if about.get("kind") != "JobSet":
+                continue
+            if self.handle.uid and about.get("uid") not in (None, "", self.handle.uid):
+                continue  # about an earlier JobSet of the same name
+            failure = common.creation_failure(event)
+            if failure is not None:
+                return failure
+        return None
+
+    def _judge_state(self, observation: Observation, jobset: JobSet) -> Step:
+        step = self._tracker.observe(jobset)
+        outcome = step.outcome
+        if outcome.phase.terminal:
+            result = run_result(jobset, observation.pods)
+            outcome = outcome.model_copy(update={"result": result})
+            kind: VerdictKind = "completed" if outcome.succeeded else "failed"
+            return Step(
+                step.progress, self.verdict(kind, outcome, outcome.reason, self._end(outcome))
+            )
+        if step.restarted:
+            outcome = self._restart_outcome(observation, jobset, outcome)
+            message = self._restart(outcome)
+            return Step(step.progress, self.verdict("restarting", outcome, outcome.reason, message))
+        if outcome.phase in self.rules.until:
+            message = f"{self._what()} is {outcome.phase.value}"
+            return Step(step.progress, self.verdict("reached", outcome, outcome.reason, message))
+        return Step(step.progress)
+
+    def _restart_outcome(
+        self, observation: Observation, jobset: JobSet, outcome: Outcome
+    ) -> Outcome:
+        """A restart's reason, message and failed Job: from the ``RestartingJobSet``
+        condition while it is true, else (the new attempt is already up) from the
+        controller's Warning Event about the restart."""
+        failed = common.restart_failed_job(jobset)
+        if failed is not None:
+            return common.restart_details(outcome, jobset, _job_detail(observation, failed))
+        event = self._restart_event(observation)
+        if event is None:
+            return common.restart_details(outcome, jobset)
+        message = str(event.get("message") or "")
+        job = common.failed_job_from_message(message)
+        detail = _job_detail(observation, job)
+        return outcome.model_copy(
+            update={
+                "phase": Phase.RESTARTING,
+                "terminal_state": None,
+                "reason": str(event.get("reason") or "Restarting"),
+                "message": f"{message}; {detail}" if detail else message,
+                "failed_job": job,
+            }
+        )
+
+    def _restart_event(self, observation: Observation) -> Mapping[str, Any] | None:
+        for event in reversed(observation.events):
+            about = event.get("involvedObject") or {}
+            reason = str(event.get("reason") or "")
+            restart = reason == "DefaultFailurePolicy" or reason.startswith("FailurePolicy_")
+            ours = not self.handle.uid or about.get("uid") in (None, "", self.handle.uid)
+            if restart and ours and about.get("kind") == "JobSet":
+                return event
+        return None
+
+    def _end(self, outcome: Outcome) -> str:
+        if outcome.succeeded:
+            return f"{self._what()} completed ({outcome.reason or 'Completed'})"
+        detail = f": {outcome.message}" if outcome.message else ""
+        job = f" (failed child Job: {outcome.failed_job})" if outcome.failed_job else ""
+        return f"{self._what()} failed: {outcome.reason or 'Failed'}{detail}{job}"
+
+    def _restart(self, outcome: Outcome) -> str:
+        job = f" (failed child Job: {outcome.failed_job})" if outcome.failed_job else ""
+        detail = f": {outcome.message}" if outcome.message else ""
+        return (
+            f"{self._what()} is restarting (restart {outcome.restarts}){job}, "
+            f"{outcome.reason or 'RestartJobSet'}{detail}"
+        )

@@ -1,0 +1,274 @@
+"""One list+watch loop: keeps one kind of object, in one scope, current in the stores.
+
+The loop lists (in pages, so a big namespace never lands in memory at once), then watches from
+the list's ``resourceVersion`` with bookmarks. A watch that ends (its server-side timeout) is
+reopened where it stopped; a 410 Gone lists again; a dropped or refused connection reconnects
+with exponential backoff and jitter. An informer created for a run its caller has just
+created may skip the first list and watch from that creation's ``resourceVersion``: nothing of
+the run existed before it.
+
+A failure that retrying cannot fix (403 Forbidden, 404 for an API that is not served) is kept
+in :attr:`Informer.problem` for the waiters to report; for the kinds a wait can do without
+(Events, Jobs, pods), the observer only notes it and the waits go on with what remains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobset_core.client._watch import EventType
+from jobset_core.errors import (
+    Forbidden,
+    Gone,
+    Invalid,
+    JobSetError,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unreachable,
+)
+from jobset_core.observe._store import Stores
+from jobset_core.observe._views import Kind, RunKey
+
+if TYPE_CHECKING:
+    from jobset_core.client import Client
+
+__all__ = ["Informer", "InformerStats", "Source", "backoff"]
+
+log = logging.getLogger(__name__)
+
+_TRANSIENT = (Unreachable, ServerError, TooManyRequests)
+_PERMANENT = (Forbidden, NotFound, Invalid)
+_BACKOFF_BASE = 0.5
+_BACKOFF_MAX = 30.0
+_HEALTHY = 30.0
+
+
+def backoff(failures: int, rand: float) -> float:
+    """Seconds before reconnect number ``failures`` (1-based): 0.5 s doubling up to 30 s,
+    each between 50 % and 150 % of that (``rand`` in ``[0, 1)``), so many informers that lost
+    the same server do not come back in step."""
+    base = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** max(0, failures - 1))
+    return float(base * (0.5 + rand))
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one informer lists and watches.
+
+    Attributes:
+        kind: The kind of object.
+        namespace: The namespace, or ``None`` for every namespace.
+        label_selector: Rendered label selector, if any.
+        field_selector: Rendered field selector, if any.
+        run: The one run this informer serves (its selectors name it), or ``None`` when it
+            serves every tracked run of its namespace (or of the cluster).
+    """
+
+    kind: Kind
+    namespace: str | None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    run: RunKey | None = None
+
+    def covers(self, key: RunKey) -> bool:
+        """Whether this informer sees the objects of run ``key``."""
+        if self.run is not None:
+            return self.run == key
+        return self.namespace is None or self.namespace == key[0]
+
+    @property
+    def label(self) -> str:
+        """A short description for logs."""
+        where = self.namespace if self.namespace is not None else "*"
+        sel = ",".join(s for s in (self.label_selector, self.field_selector) if s)
+        return f"{self.kind.value}@{where}" + (f"[{sel}]" if sel else "")
+
+
+@dataclass
+class InformerStats:
+    """What one informer did (read at any time).
+
+    Attributes:
+        lists: Complete lists (each may take several pages).
+        pages: List requests.
+        watches: Watch requests opened.
+        events: Watch events received (bookmarks excluded).
+        relists: Lists forced by 410 Gone.
+        reconnects: Reconnects after a dropped or refused connection.
+    """
+
+    lists: int = 0
+    pages: int = 0
+    watches: int = 0
+    events: int = 0
+    relists: int = 0
+    reconnects: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """A plain copy."""
+        return dict(vars(self))
+
+
+@dataclass
+class Informer:
+    """The loop of one :class:`Source` (start it with :meth:`start`).
+
+    Attributes:
+        source: What it lists and watches.
+        synced: Set once the first list (or the start from a known version) is in the stores.
+        problem: A failure that retrying cannot fix, when one happened.
+        holders: How many tracked runs use it (the observer stops it at zero).
+    """
+
+    client: Client
+    source: Source
+    stores: Stores
+    on_change: Callable[[set[RunKey]], None]
+    covers: Callable[[], list[RunKey]]
+    window: int = 600
+    page_size: int = 500
+    since: str | None = None
+    rand: Callable[[], float] = random.random
+    stats: InformerStats = field(default_factory=InformerStats)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    problem: JobSetError | None = None
+    holders: int = 0
+    _task: asyncio.Task[None] | None = None
+    _version: str | None = None  # the last resourceVersion seen: where a watch resumes
+
+    def start(self) -> None:
+        """Start the loop on the running event loop."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"informer {self.source.label}"
+            )
+
+    async def stop(self) -> None:
+        """Stop the loop (its open watch is closed)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def running(self) -> bool:
+        """Whether the loop runs."""
+        return self._task is not None and not self._task.done()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        self._version = self.since
+        if self._version:
+            self._changed(self.stores.mark_synced(self.source.kind, self.covers()))
+            self.synced.set()
+        failures = 0
+        while True:
+            opened = time.monotonic()
+            try:
+                if not self._version:
+                    await self._list()
+                    self.synced.set()
+                await self._watch()
+                failures = 0
+            except Gone:
+                self.stats.relists += 1
+                self._version = None
+            except _PERMANENT as error:
+                self._fail(error)
+                return
+            except _TRANSIENT as error:
+                # A watch that lived a while before it broke starts the backoff over.
+                failures = 1 if time.monotonic() - opened > _HEALTHY else failures + 1
+                self.stats.reconnects += 1
+                delay = backoff(failures, self.rand())
+                log.info("watch of %s: %s; again in %.1fs", self.source.label, error, delay)
+                await asyncio.sleep(delay)
+
+    def _fail(self, error: JobSetError) -> None:
+        self.problem = error
+        log.warning("cannot watch %s: %s", self.source.label, error)
+        self.synced.set()
+        covers = self.covers()
+        self._changed(self.stores.mark_synced(self.source.kind, covers) | set(covers))
+
+    def _changed(self, keys: set[RunKey]) -> None:
+        if keys:
+            self.on_change(keys)
+
+    async def _list(self) -> None:
+        source = self.source
+        listed: dict[RunKey, set[str]] = {}
+        version, token = "", None
+        while True:
+            page = await self.client.list(
+                source.kind.resource,
+                namespace=source.namespace,
+                label_selector=source.label_selector,
+                field_selector=source.field_selector,
+                limit=self.page_size,
+                continue_=token,
+            )
+            self.stats.pages += 1
+            version = version or page.resource_version
+            self._changed(self.stores.relist_page(source.kind, page.items, listed))
+            token = page.continue_ or None
+            if token is None:
+                break
+        self.stats.lists += 1
+        self._version = version
+        self._changed(self.stores.relist_end(source.kind, listed, version, self.covers()))
+
+    async def _watch(self) -> None:
+        source = self.source
+        window = int(self.window * (0.9 + 0.2 * self.rand()))  # spread the reopenings
+        self.stats.watches += 1
+        stream = self.client.watch(
+            source.kind.resource,
+            namespace=source.namespace,
+            resource_version=self._version,
+            label_selector=source.label_selector,
+            field_selector=source.field_selector,
+            timeout_seconds=max(1, window),
+        )
+        try:
+            async for event in stream:
+                if event.resource_version:
+                    self._version = event.resource_version
+                if event.type is EventType.BOOKMARK:
+                    continue
+                self.stats.events += 1
+                changed = self.stores.apply(source.kind, event.type.value, event.object)
+                if changed is not None:
+                    self.on_change({changed})
+        finally:
+            close: Any = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+
+    # ------------------------------------------------------------------ seeding
+
+    async def seed(
+        self, key: RunKey, label_selector: str | None, field_selector: str | None
+    ) -> None:
+        """List the objects of one run that joined after this informer's first list (the
+        informer dropped them then: nobody tracked them)."""
+        page = await self.client.list(
+            self.source.kind.resource,
+            namespace=key[0],
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        self.stats.pages += 1
+        self._changed(
+            self.stores.relist(self.source.kind, page.items, page.resource_version, [key])
+        )

@@ -1,0 +1,382 @@
+"""The one observer of the cluster: shared informers, and the runs that waiters track.
+
+A waiter asks :meth:`Observer.track` for a run (a JobSet, or a native anchor) and gets a
+:class:`Tracked` handle: :meth:`Tracked.observation` is the run as the observer sees it now,
+:meth:`Tracked.changed` waits until something of it changes. Behind it, one informer per kind
+and scope serves every tracked run it covers:
+
+=============  ====================================================================
+scope          informers
+=============  ====================================================================
+``run``        the run's own: its JobSet (or anchor) by name, its Jobs and pods by the
+               ``jobset-name`` label; Warning Events per namespace. For a process that
+               waits for one run (a worker, ``jobsetctl run``, a KFP step).
+``namespace``  one per kind and namespace, shared by every run there.
+``cluster``    one per kind for the whole cluster, shared by every run.
+``auto``       ``cluster`` for each kind the identity may list and watch in every
+               namespace (asked once, with ``SelfSubjectAccessReview``), else
+               ``namespace``. For a process that waits for many (a triggerer).
+=============  ====================================================================
+
+What a run needs: a controller run its JobSet, Jobs, pods and Warning Events; a native run its
+anchor ConfigMap, Jobs, pods and Warning Events. Informers start with the first run they
+cover and stop with the last. Objects of runs nobody tracks are dropped on arrival, so the
+cost of a shared watch is a connection, not memory.
+
+:meth:`Observer.stats` counts what it costs: informers by kind, lists, watches, events,
+relists, reconnects, the objects kept and the client's requests and connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from jobset_core import labels as L
+from jobset_core.errors import JobSetError
+from jobset_core.observe._informer import Informer, Source
+from jobset_core.observe._store import Observation, Stores
+from jobset_core.observe._views import Kind, RunKey
+from jobset_core.outcome import Backend
+
+if TYPE_CHECKING:
+    from jobset_core.client import Client
+
+__all__ = ["Observer", "Scope", "Target", "Tracked"]
+
+log = logging.getLogger(__name__)
+
+Scope = Literal["auto", "cluster", "namespace", "run"]
+SCOPES: tuple[Scope, ...] = ("auto", "cluster", "namespace", "run")
+
+#: Kinds a run needs, by backend.
+_NEEDS: dict[str, tuple[Kind, ...]] = {
+    "controller": (Kind.JOBSET, Kind.JOB, Kind.POD, Kind.EVENT),
+    "native": (Kind.ANCHOR, Kind.JOB, Kind.POD, Kind.EVENT),
+}
+#: Kinds without which a wait still reaches its verdict (from the JobSet status alone).
+_OPTIONAL = frozenset({Kind.JOB, Kind.POD, Kind.EVENT})
+_WARNINGS = "type=Warning"
+_ANCHORS = f"{L.ANCHOR_LABEL}={L.ANCHOR_VALUE}"
+#: Seconds a watch stays open before the server ends it and it is reopened.
+WATCH_WINDOW = 600
+#: Events are not in the API server's watch cache: their watches get no bookmarks, so a quiet
+#: one must end (server side) before the client's silence limit calls it dead.
+EVENT_WATCH_WINDOW = 120
+
+
+@dataclass(frozen=True)
+class Target:
+    """A run to track.
+
+    Attributes:
+        backend: ``controller`` (a JobSet) or ``native`` (an anchor ConfigMap).
+        namespace: Its namespace.
+        name: The JobSet's (and the anchor's) name.
+        since: The ``resourceVersion`` the caller created the run at: nothing of the run
+            existed before it, so informers made for this run alone watch from there instead
+            of listing first. ``None`` when the run may be older.
+        seeds: Objects the caller holds already (the created JobSet or anchor).
+    """
+
+    backend: Backend
+    namespace: str
+    name: str
+    since: str | None = None
+    seeds: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def key(self) -> RunKey:
+        """The run's key in the stores."""
+        return (self.namespace, self.name)
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds of object the run needs."""
+        return _NEEDS[self.backend]
+
+
+class Tracked:
+    """A waiter's handle on one tracked run (from :meth:`Observer.track`)."""
+
+    def __init__(self, observer: Observer, target: Target) -> None:
+        self.target = target
+        self._observer = observer
+        self._woken = asyncio.Event()
+        self._woken.set()  # the first look needs no wake-up
+
+    @property
+    def key(self) -> RunKey:
+        """The run's key."""
+        return self.target.key
+
+    def observation(self) -> Observation:
+        """The run as the observer sees it now."""
+        run = self._observer.stores.tracked(self.key)
+        return run.observation() if run is not None else Observation(self.key)
+
+    def problem(self) -> JobSetError | None:
+        """Why the run cannot be observed (its JobSet or anchor cannot be watched), if so."""
+        return self._observer.problem(self.target)
+
+    async def changed(self, timeout: float | None) -> bool:
+        """Wait until the run changed (``True``) or ``timeout`` seconds passed (``False``)."""
+        if not self._woken.is_set():
+            try:
+                await asyncio.wait_for(self._woken.wait(), timeout)
+            except asyncio.TimeoutError:
+                return False
+        self._woken.clear()
+        return True
+
+    def wake(self) -> None:
+        """Make the next :meth:`changed` return at once."""
+        self._woken.set()
+
+    def remember(self, kind: Kind, obj: Mapping[str, Any]) -> None:
+        """Keep an object the waiter wrote itself (the answer to a create or patch), before
+        its watch event arrives: the next observation already holds it."""
+        if self._observer.stores.apply(kind, "MODIFIED", obj) is not None:
+            self._observer.wake({self.key})
+
+    def forget(self, kind: Kind, obj: Mapping[str, Any]) -> None:
+        """Drop an object the waiter deleted itself."""
+        if self._observer.stores.apply(kind, "DELETED", obj) is not None:
+            self._observer.wake({self.key})
+
+
+class Observer:
+    """Shared informers over one client (one cluster).
+
+    Args:
+        client: The API client (not closed by the observer).
+        scope: How informers are shared (see the module docs).
+        window: Seconds a watch stays open before it is reopened.
+        page_size: Objects per list page.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        scope: Scope = "run",
+        window: int = WATCH_WINDOW,
+        page_size: int = 500,
+    ) -> None:
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        self.client = client
+        self.scope: Scope = scope
+        self.stores = Stores()
+        self._window = window
+        self._page_size = page_size
+        self._informers: dict[Source, Informer] = {}
+        self._trackers: dict[RunKey, set[Tracked]] = {}
+        self._cluster_wide: dict[Kind, bool] = {}
+        self._deciding = asyncio.Lock()
+        self._noted: set[Source] = set()
+
+    # ------------------------------------------------------------------ tracking
+
+    @contextlib.asynccontextmanager
+    async def track(self, target: Target) -> AsyncIterator[Tracked]:
+        """Track a run for the duration of the block."""
+        tracked = Tracked(self, target)
+        informers = await self._join(target, tracked)
+        try:
+            yield tracked
+        finally:
+            await self._leave(target, tracked, informers)
+
+    async def _join(self, target: Target, tracked: Tracked) -> list[Informer]:
+        await self._decide_scopes(target.kinds)
+        self.stores.track(target.key, target.kinds)
+        self._trackers.setdefault(target.key, set()).add(tracked)
+        for seed in target.seeds:
+            kind = Kind.JOBSET if target.backend == "controller" else Kind.ANCHOR
+            self.stores.apply(kind, "MODIFIED", seed)
+        informers: list[Informer] = []
+        seeds: list[tuple[Informer, Kind]] = []
+        for kind in target.kinds:
+            source = self._source(kind, target)
+            informer = self._informers.get(source)
+            if informer is None:
+                informer = self._informers[source] = Informer(
+                    client=self.client,
+                    source=source,
+                    stores=self.stores,
+                    on_change=self.wake,
+                    covers=functools.partial(self._covered, source),
+                    window=min(self._window, EVENT_WATCH_WINDOW)
+                    if kind is Kind.EVENT
+                    else self._window,
+                    page_size=self._page_size,
+                    since=target.since,
+                )
+                informer.start()
+            elif informer.problem is None and (informer.synced.is_set() or informer.since):
+                # Its first list is over (or it never lists): this run's older objects were
+                # dropped or never seen; list them once.
+                seeds.append((informer, kind))
+            informer.holders += 1
+            informers.append(informer)
+        if seeds:
+            await asyncio.gather(*(self._seed(i, kind, target) for i, kind in seeds))
+        return informers
+
+    async def _seed(self, informer: Informer, kind: Kind, target: Target) -> None:
+        label, field = _run_selectors(kind, target.name)
+        if kind is Kind.EVENT:
+            field = f"involvedObject.name={target.name},{_WARNINGS}"
+        try:
+            await informer.seed(target.key, label, field)
+        except JobSetError as error:  # the informer's own list will catch up
+            log.info("seeding %s for %s/%s: %s", kind.value, *target.key, error)
+
+    async def _leave(self, target: Target, tracked: Tracked, informers: list[Informer]) -> None:
+        trackers = self._trackers.get(target.key, set())
+        trackers.discard(tracked)
+        if not trackers:
+            self._trackers.pop(target.key, None)
+        self.stores.untrack(target.key)
+        stopping = []
+        for informer in informers:
+            informer.holders -= 1
+            if informer.holders <= 0:
+                self._informers.pop(informer.source, None)
+                stopping.append(informer.stop())
+        if stopping:
+            await asyncio.gather(*stopping)
+
+    def wake(self, keys: Iterable[RunKey]) -> None:
+        """Wake the waiters of these runs."""
+        for key in keys:
+            for tracked in self._trackers.get(key, ()):
+                tracked.wake()
+
+    def problem(self, target: Target) -> JobSetError | None:
+        """A failure that keeps the run from being observed, if any (an informer of its
+        JobSet or anchor that cannot watch); optional kinds are only logged."""
+        for kind in target.kinds:
+            informer = self._informers.get(self._source(kind, target))
+            if informer is None or informer.problem is None:
+                continue
+            if kind not in _OPTIONAL:
+                return informer.problem
+        return None
+
+    async def snapshot(self, target: Target) -> Observation:
+        """The run as one list of each kind it needs shows it now, without watching (for a
+        one-off look: ``jobsetctl status``, a sensor's reschedule poke)."""
+        stores = Stores()
+        stores.track(target.key, target.kinds)
+        for kind in target.kinds:
+            label, field = _run_selectors(kind, target.name)
+            if kind is Kind.EVENT:
+                field = f"involvedObject.name={target.name},{_WARNINGS}"
+            try:
+                page = await self.client.list(
+                    kind.resource,
+                    namespace=target.namespace,
+                    label_selector=label,
+                    field_selector=field,
+                )
+            except JobSetError:
+                if kind not in _OPTIONAL:
+                    raise
+                stores.mark_synced(kind, [target.key])
+                continue
+            stores.relist(kind, page.items, page.resource_version, [target.key])
+        run = stores.tracked(target.key)
+        return run.observation() if run is not None else Observation(target.key)
+
+    async def aclose(self) -> None:
+        """Stop every informer."""
+        informers, self._informers = list(self._informers.values()), {}
+        await asyncio.gather(*(i.stop() for i in informers))
+
+    # ------------------------------------------------------------------ scopes
+
+    async def _decide_scopes(self, kinds: Iterable[Kind]) -> None:
+        if self.scope != "auto":
+            return
+        missing = [k for k in kinds if k not in self._cluster_wide]
+        if not missing:
+            return
+        async with self._deciding:
+            for kind in [k for k in missing if k not in self._cluster_wide]:
+                resource = kind.resource
+                try:
+                    allowed = all(
+                        await asyncio.gather(
+                            self.client.may("list", resource, namespace=None),
+                            self.client.may("watch", resource, namespace=None),
+                        )
+                    )
+                except JobSetError as error:
+                    log.info("cannot ask whether %s may be watched cluster-wide: %s", kind, error)
+                    allowed = False
+                self._cluster_wide[kind] = allowed
+
+    def scope_of(self, kind: Kind) -> Literal["cluster", "namespace", "run"]:
+        """Where informers of ``kind`` are shared."""
+        if self.scope == "auto":
+            return "cluster" if self._cluster_wide.get(kind) else "namespace"
+        return self.scope
+
+    def _source(self, kind: Kind, target: Target) -> Source:
+        scope = self.scope_of(kind)
+        if kind is Kind.EVENT:  # per namespace at least: a pod's events do not name the run
+            namespace = None if scope == "cluster" else target.namespace
+            return Source(kind, namespace, field_selector=_WARNINGS)
+        if scope == "run":
+            label, field = _run_selectors(kind, target.name)
+            return Source(kind, target.namespace, label, field, run=target.key)
+        namespace = None if scope == "cluster" else target.namespace
+        return Source(kind, namespace, _shared_label(kind))
+
+    def _covered(self, source: Source) -> list[RunKey]:
+        return [key for key in self.stores.runs() if source.covers(key)]
+
+    # ------------------------------------------------------------------ stats
+
+    def stats(self) -> dict[str, Any]:
+        """What the observer costs right now: informers, their requests, kept objects."""
+        by_kind: dict[str, int] = {}
+        totals = {"lists": 0, "pages": 0, "watches": 0, "events": 0, "relists": 0}
+        totals["reconnects"] = 0
+        for informer in self._informers.values():
+            by_kind[informer.source.kind.value] = by_kind.get(informer.source.kind.value, 0) + 1
+            for name, value in informer.stats.snapshot().items():
+                totals[name] += value
+        return {
+            "scope": self.scope,
+            "cluster_wide": {k.value: v for k, v in sorted(self._cluster_wide.items(), key=str)},
+            "informers": dict(sorted(by_kind.items())),
+            **totals,
+            "kept": self.stores.size,
+            "client": self.client.stats.snapshot(),
+        }
+
+
+def _shared_label(kind: Kind) -> str | None:
+    if kind in (Kind.JOB, Kind.POD):
+        return L.JOBSET_NAME  # every JobSet child, and nothing else
+    if kind is Kind.ANCHOR:
+        return _ANCHORS
+    return None
+
+
+def _run_selectors(kind: Kind, name: str) -> tuple[str | None, str | None]:
+    if kind in (Kind.JOB, Kind.POD):
+        return f"{L.JOBSET_NAME}={name}", None
+    if kind is Kind.ANCHOR:
+        return _ANCHORS, f"metadata.name={name}"
+    if kind is Kind.JOBSET:
+        return None, f"metadata.name={name}"
+    return None, _WARNINGS

@@ -1,0 +1,96 @@
+"""One client and one observer per cluster, shared by every waiter of an event loop.
+
+A triggerer runs hundreds of triggers on one event loop; each leases the observer of its
+cluster with :func:`shared_observer` and tracks its run there, so they all share one
+connection pool and one informer per kind (and namespace, when the identity may not watch the
+whole cluster). Leases are counted: the observer stops and the client closes when the last
+lease ends. Everything is per event loop, so ``dag.test()`` (a fresh loop per trigger) works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobset_core.observe._observer import Observer, Scope
+
+if TYPE_CHECKING:
+    from jobset_core.client.config import ClientSettings
+
+__all__ = ["settings_key", "shared_observer", "shared_stats"]
+
+
+@dataclass
+class _Lease:
+    observer: Observer
+    count: int = 0
+
+
+@dataclass
+class _Registry:
+    leases: dict[tuple[str, Scope], _Lease] = field(default_factory=dict)
+
+
+_REGISTRIES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Registry] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _registry() -> _Registry:
+    loop = asyncio.get_running_loop()
+    found = _REGISTRIES.get(loop)
+    if found is None:
+        found = _REGISTRIES[loop] = _Registry()
+    return found
+
+
+def settings_key(settings: ClientSettings) -> str:
+    """A stable key of where settings connect (for sharing one observer per cluster)."""
+    return json.dumps(
+        [
+            str(settings.kubeconfig_path) if settings.kubeconfig_path is not None else None,
+            settings.kubeconfig,
+            settings.context,
+            settings.in_cluster,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
+@asynccontextmanager
+async def shared_observer(
+    settings: ClientSettings, *, scope: Scope = "auto"
+) -> AsyncIterator[Observer]:
+    """The observer of the cluster ``settings`` name on this event loop (created on the
+    first lease, closed with its client on the last)."""
+    # Importing the official client takes half a second: never on the event loop.
+    module = await asyncio.to_thread(importlib.import_module, "jobset_core.client._client")
+    registry = _registry()
+    key = (settings_key(settings), scope)
+    lease = registry.leases.get(key)
+    if lease is None:
+        lease = registry.leases[key] = _Lease(Observer(module.Client(settings), scope=scope))
+    lease.count += 1
+    try:
+        yield lease.observer
+    finally:
+        lease.count -= 1
+        if lease.count <= 0 and registry.leases.get(key) is lease:
+            del registry.leases[key]
+            await lease.observer.aclose()
+            await lease.observer.client.aclose()
+
+
+def shared_stats() -> dict[str, Any]:
+    """The shared observers of this event loop and what each costs (for logs and tests)."""
+    return {
+        f"{scope}:{index}": {"leases": lease.count, **lease.observer.stats()}
+        for index, ((_, scope), lease) in enumerate(_registry().leases.items())
+    }

@@ -1,0 +1,345 @@
+"""The observer's memory: the objects of the runs someone tracks, kept current (pure).
+
+Informers hand every list page and watch event to :meth:`Stores.apply` / :meth:`Stores.relist`;
+an object that belongs to no tracked run is dropped at once, so a watch over a busy namespace
+(or the whole cluster) costs memory only for the runs being waited for. What a waiter reads is
+an :class:`Observation`: an immutable snapshot of one run.
+
+Ordering: a list and a watch can overlap, and a watch can lag behind a list taken later. Every
+write goes through :func:`~jobset_core.observe._views.newer` (an older ``resourceVersion`` never
+replaces a newer one), and a deletion leaves a tombstone so a list that was taken before the
+deletion cannot bring the object back.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jobset_core.observe._views import (
+    Kind,
+    RunKey,
+    event_subject,
+    newer,
+    object_key,
+    run_of,
+    trim,
+)
+
+__all__ = ["EVENTS_PER_RUN", "Observation", "RunObjects", "Stores"]
+
+#: Warning Events kept per run (the newest; older ones are dropped).
+EVENTS_PER_RUN = 32
+
+Change = Literal["ADDED", "MODIFIED", "DELETED"]
+Obj = dict[str, Any]
+
+
+def _rv(obj: Mapping[str, Any]) -> int | None:
+    meta = obj.get("metadata") or {}
+    try:
+        return int(str(meta.get("resourceVersion")))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One run as the observer sees it now.
+
+    Attributes:
+        key: ``(namespace, name)`` of the run.
+        jobset: The JobSet (trimmed: no pod templates), when the run is a controller run and
+            the JobSet exists.
+        anchor: The native anchor ConfigMap, when the run is a native one and it exists.
+        jobs: The run's child Jobs (trimmed), by name.
+        pods: The run's pods (trimmed), by name.
+        events: The newest Warning Events about the run, its Jobs and pods, oldest first.
+        synced: Every kind this run needs has been listed at least once (before that, a
+            missing object only means "not seen yet").
+        version: A counter that grows with every change of this run.
+    """
+
+    key: RunKey
+    jobset: Obj | None = None
+    anchor: Obj | None = None
+    jobs: tuple[Obj, ...] = ()
+    pods: tuple[Obj, ...] = ()
+    events: tuple[Obj, ...] = ()
+    synced: bool = False
+    version: int = 0
+
+
+@dataclass
+class RunObjects:
+    """What is kept of one tracked run (mutable; see :class:`Observation` for a snapshot)."""
+
+    key: RunKey
+    kinds: frozenset[Kind]
+    holders: int = 0
+    heads: dict[Kind, Obj] = field(default_factory=dict)
+    children: dict[Kind, dict[str, Obj]] = field(
+        default_factory=lambda: {Kind.JOB: {}, Kind.POD: {}}
+    )
+    events: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
+    tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
+    synced: set[Kind] = field(default_factory=set)
+    version: int = 0
+
+    def observation(self) -> Observation:
+        """An immutable snapshot."""
+        return Observation(
+            key=self.key,
+            jobset=self.heads.get(Kind.JOBSET),
+            anchor=self.heads.get(Kind.ANCHOR),
+            jobs=tuple(v for _, v in sorted(self.children[Kind.JOB].items())),
+            pods=tuple(v for _, v in sorted(self.children[Kind.POD].items())),
+            events=tuple(self.events.values()),
+            synced=self.kinds <= self.synced,
+            version=self.version,
+        )
+
+
+class Stores:
+    """The objects of every tracked run, fed by informers.
+
+    Args:
+        events_per_run: How many Warning Events to keep per run.
+    """
+
+    def __init__(self, events_per_run: int = EVENTS_PER_RUN) -> None:
+        self._runs: dict[RunKey, RunObjects] = {}
+        self._owners: dict[tuple[Kind, str, str], RunKey] = {}
+        self._events_per_run = events_per_run
+
+    # ------------------------------------------------------------------ interest
+
+    def track(self, key: RunKey, kinds: Iterable[Kind]) -> RunObjects:
+        """Start (or join) keeping the objects of ``key``."""
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = RunObjects(key, frozenset(kinds))
+        else:
+            run.kinds = run.kinds | frozenset(kinds)
+        run.holders += 1
+        return run
+
+    def untrack(self, key: RunKey) -> bool:
+        """Stop keeping ``key`` for one holder; ``True`` when nobody holds it any more (its
+        objects are forgotten)."""
+        run = self._runs.get(key)
+        if run is None:
+            return True
+        run.holders -= 1
+        if run.holders > 0:
+            return False
+        del self._runs[key]
+        for owned in [k for k, v in self._owners.items() if v == key]:
+            del self._owners[owned]
+        return True
+
+    def tracked(self, key: RunKey) -> RunObjects | None:
+        """The run's objects, when someone tracks it."""
+        return self._runs.get(key)
+
+    def runs(self) -> list[RunKey]:
+        """Every tracked run."""
+        return list(self._runs)
+
+    @property
+    def size(self) -> dict[str, int]:
+        """How many objects are kept, by kind (for stats)."""
+        out = {"runs": len(self._runs), "jobsets": 0, "anchors": 0, "jobs": 0, "pods": 0}
+        out["events"] = 0
+        for run in self._runs.values():
+            out["jobsets"] += Kind.JOBSET in run.heads
+            out["anchors"] += Kind.ANCHOR in run.heads
+            out["jobs"] += len(run.children[Kind.JOB])
+            out["pods"] += len(run.children[Kind.POD])
+            out["events"] += len(run.events)
+        return out
+
+    # ------------------------------------------------------------------ writes
+
+    def _route(self, kind: Kind, obj: Mapping[str, Any]) -> RunKey | None:
+        key = run_of(kind, obj)
+        if key is not None or kind is not Kind.EVENT:
+            return key
+        subject_kind, namespace, name, _ = event_subject(obj)
+        owner_kind = {"Pod": Kind.POD, "Job": Kind.JOB}.get(subject_kind)
+        if owner_kind is None:
+            return None
+        return self._owners.get((owner_kind, namespace, name))
+
+    def apply(self, kind: Kind, change: Change, obj: Mapping[str, Any]) -> RunKey | None:
+        """Apply one watch event (or one listed object as ``ADDED``).
+
+        Returns:
+            The tracked run that changed, or ``None`` (not tracked, or nothing new).
+        """
+        key = self._route(kind, obj)
+        run = self._runs.get(key) if key is not None else None
+        if run is None or kind not in run.kinds:
+            return None
+        if self._write(run, kind, change, obj):
+            run.version += 1
+            return run.key
+        return None
+
+    def _write(self, run: RunObjects, kind: Kind, change: Change, obj: Mapping[str, Any]) -> bool:
+        namespace, name = object_key(obj)
+        if kind is Kind.EVENT:
+            return self._write_event(run, change, obj)
+        version = _rv(obj)
+        tomb = run.tombstones.get((kind, name))
+        if change == "DELETED":
+            if version is not None:
+                run.tombstones[(kind, name)] = max(version, tomb or 0)
+            return self._remove(run, kind, namespace, name, version)
+        if tomb is not None and version is not None and version <= tomb:
+            return False  # a listing older than the deletion it would undo
+        current = self._current(run, kind, name)
+        if not newer(obj, current):
+            return False
+        kept = trim(kind, obj)
+        if current == kept:
+            return False
+        if kind in (Kind.JOBSET, Kind.ANCHOR):
+            run.heads[kind] = kept
+        else:
+            run.children[kind][name] = kept
+            self._owners[(kind, namespace, name)] = run.key
+        return True
+
+    def _current(self, run: RunObjects, kind: Kind, name: str) -> Obj | None:
+        if kind in (Kind.JOBSET, Kind.ANCHOR):
+            head = run.heads.get(kind)
+            return head if head is not None and object_key(head)[1] == name else None
+        return run.children[kind].get(name)
+
+    def _remove(
+        self, run: RunObjects, kind: Kind, namespace: str, name: str, version: int | None
+    ) -> bool:
+        current = self._current(run, kind, name)
+        if current is None:
+            return False
+        held = _rv(current)
+        if version is not None and held is not None and held > version:
+            return False  # the deletion is older than what we hold (a re-created namesake)
+        if kind in (Kind.JOBSET, Kind.ANCHOR):
+            del run.heads[kind]
+        else:
+            del run.children[kind][name]
+            self._owners.pop((kind, namespace, name), None)
+        return True
+
+    def _write_event(self, run: RunObjects, change: Change, obj: Mapping[str, Any]) -> bool:
+        if obj.get("type") not in (None, "Warning"):
+            return False
+        name = object_key(obj)[1]
+        if change == "DELETED":  # Events expire; what they said stays useful
+            return False
+        kept = trim(Kind.EVENT, obj)
+        if run.events.get(name) == kept:
+            return False
+        run.events.pop(name, None)
+        run.events[name] = kept
+        while len(run.events) > self._events_per_run:
+            run.events.popitem(last=False)
+        return True
+
+    def relist_page(
+        self, kind: Kind, items: Iterable[Mapping[str, Any]], listed: dict[RunKey, set[str]]
+    ) -> set[RunKey]:
+        """Apply one page of a complete list (see :meth:`relist_end`); ``listed`` collects,
+        per tracked run, the names the list holds.
+
+        Returns:
+            The tracked runs that changed.
+        """
+        changed: set[RunKey] = set()
+        for obj in items:
+            key = self.apply(kind, "ADDED", obj)
+            if key is not None:
+                changed.add(key)
+            owner = self._route(kind, obj)
+            if owner is not None and owner in self._runs:
+                listed.setdefault(owner, set()).add(object_key(obj)[1])
+        return changed
+
+    def relist_end(
+        self,
+        kind: Kind,
+        listed: Mapping[RunKey, set[str]],
+        resource_version: str,
+        covers: Iterable[RunKey],
+    ) -> set[RunKey]:
+        """Finish a complete list of what an informer sees: an object of a run in ``covers``
+        that the list did not hold (and that is not newer than the list) is removed, and the
+        kind counts as known for those runs.
+
+        Returns:
+            The tracked runs that changed.
+        """
+        changed: set[RunKey] = set()
+        try:
+            snapshot: int | None = int(resource_version)
+        except ValueError:
+            snapshot = None
+        for key in covers:
+            run = self._runs.get(key)
+            if run is None or kind not in run.kinds:
+                continue
+            if self._drop_unlisted(run, kind, listed.get(key, set()), snapshot):
+                run.version += 1
+                changed.add(key)
+            if kind not in run.synced:
+                run.synced.add(kind)
+                run.version += 1
+                changed.add(key)
+        return changed
+
+    def relist(
+        self,
+        kind: Kind,
+        items: Iterable[Mapping[str, Any]],
+        resource_version: str,
+        covers: Iterable[RunKey],
+    ) -> set[RunKey]:
+        """:meth:`relist_page` and :meth:`relist_end` in one call (a list of one page)."""
+        listed: dict[RunKey, set[str]] = {}
+        changed = self.relist_page(kind, items, listed)
+        return changed | self.relist_end(kind, listed, resource_version, covers)
+
+    def _drop_unlisted(
+        self, run: RunObjects, kind: Kind, names: set[str], snapshot: int | None
+    ) -> bool:
+        if kind is Kind.EVENT:
+            return False
+        if kind in (Kind.JOBSET, Kind.ANCHOR):
+            head = run.heads.get(kind)
+            present = {object_key(head)[1]} if head is not None else set()
+        else:
+            present = set(run.children[kind])
+        dropped = False
+        for name in present - names:
+            current = self._current(run, kind, name)
+            held = _rv(current) if current is not None else None
+            if snapshot is not None and held is not None and held > snapshot:
+                continue  # written after the list was taken (our own write, or a watch event)
+            dropped = self._remove(run, kind, run.key[0], name, None) or dropped
+        return dropped
+
+    def mark_synced(self, kind: Kind, covers: Iterable[RunKey]) -> set[RunKey]:
+        """Record that ``kind`` is known for these runs without a list (a watch that starts
+        where the caller's own object was created: nothing of the run existed before)."""
+        changed: set[RunKey] = set()
+        for key in covers:
+            run = self._runs.get(key)
+            if run is not None and kind in run.kinds and kind not in run.synced:
+                run.synced.add(kind)
+                run.version += 1
+                changed.add(key)
+        return changed

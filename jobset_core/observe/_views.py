@@ -1,0 +1,267 @@
+"""What the observer keeps of each object, and which run an object belongs to (pure).
+
+A waiter needs a small part of what the API server sends: a pod's labels, phase, conditions
+and container states, not its spec; a JobSet's status and the shape of its replicated jobs,
+not their pod templates. :func:`trim` keeps that part (as API-shaped plain data, so the pure
+decision functions read it like a full object) and drops the rest as soon as an event
+arrives: the observer's memory grows with what its waiters need, not with what the cluster
+holds.
+
+:func:`run_of` says which run (namespace, JobSet name) an object belongs to, and
+:func:`newer` orders two versions of one object by ``resourceVersion`` so a late list never
+overwrites a fresher watch event.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from jobset_core import labels as L
+from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, ApiResource
+
+__all__ = [
+    "Kind",
+    "RunKey",
+    "event_subject",
+    "newer",
+    "object_key",
+    "run_of",
+    "trim",
+]
+
+#: A run is named by its namespace and its JobSet's (or native anchor's) name.
+RunKey = tuple[str, str]
+
+_META_KEYS = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "generation",
+)
+#: Labels of children a decision reads (identity of the run, attempt, indexes).
+_CHILD_LABELS = (
+    L.JOBSET_NAME,
+    L.JOBSET_UID,
+    L.REPLICATED_JOB_NAME,
+    L.JOB_INDEX,
+    L.RESTART_ATTEMPT,
+    L.JOB_COMPLETION_INDEX,
+    L.JOB_KEY,
+    L.COORDINATOR,
+)
+_POD_ANNOTATIONS = (L.JOB_COMPLETION_INDEX,)
+
+
+class Kind(enum.Enum):
+    """The kinds of object the observer follows, with their API coordinates."""
+
+    JOBSET = "jobset"
+    ANCHOR = "anchor"
+    JOB = "job"
+    POD = "pod"
+    EVENT = "event"
+
+    @property
+    def resource(self) -> ApiResource:
+        """Where objects of this kind live."""
+        return {
+            Kind.JOBSET: JOBSET,
+            Kind.ANCHOR: CONFIG_MAP,
+            Kind.JOB: JOB,
+            Kind.POD: POD,
+            Kind.EVENT: EVENT,
+        }[self]
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _pick(mapping: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(mapping, Mapping):
+        return {}
+    return {key: mapping[key] for key in keys if key in mapping and mapping[key] is not None}
+
+
+def _trim_meta(
+    obj: Mapping[str, Any], *, label_keys: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    meta = _meta(obj)
+    out = _pick(meta, _META_KEYS)
+    found = meta.get("labels")
+    if isinstance(found, Mapping) and found:
+        out["labels"] = dict(found) if label_keys is None else _pick(found, label_keys)
+    owners = meta.get("ownerReferences")
+    if owners:
+        out["ownerReferences"] = [
+            _pick(o, ("apiVersion", "kind", "name", "uid", "controller")) for o in owners
+        ]
+    return out
+
+
+def _trim_jobset(obj: Mapping[str, Any]) -> dict[str, Any]:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    kept = {key: value for key, value in spec.items() if key != "replicatedJobs"}
+    kept["replicatedJobs"] = [
+        {"name": r.get("name"), "replicas": r.get("replicas"), "template": {}}
+        for r in spec.get("replicatedJobs") or []
+        if isinstance(r, Mapping)
+    ]
+    out: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion", JOBSET.api_version),
+        "kind": "JobSet",
+        "metadata": _trim_meta(obj),
+        "spec": kept,
+    }
+    if obj.get("status") is not None:
+        out["status"] = obj["status"]
+    return out
+
+
+def _trim_job(obj: Mapping[str, Any]) -> dict[str, Any]:
+    spec = _pick(obj.get("spec"), ("parallelism", "completions", "suspend", "completionMode"))
+    return {
+        "metadata": _trim_meta(obj, label_keys=_CHILD_LABELS),
+        "spec": spec,
+        "status": dict(obj.get("status") or {}),
+    }
+
+
+def _trim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = _trim_meta(obj, label_keys=_CHILD_LABELS)
+    notes = _pick(_meta(obj).get("annotations"), _POD_ANNOTATIONS)
+    if notes:
+        meta["annotations"] = notes
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    containers = [
+        {"name": c.get("name")} for c in spec.get("containers") or [] if isinstance(c, Mapping)
+    ]
+    status = _pick(
+        obj.get("status"),
+        (
+            "phase",
+            "reason",
+            "message",
+            "conditions",
+            "containerStatuses",
+            "initContainerStatuses",
+            "startTime",
+        ),
+    )
+    return {
+        "metadata": meta,
+        "spec": {"containers": containers, **_pick(spec, ("nodeName", "restartPolicy"))},
+        "status": status,
+    }
+
+
+def _trim_event(obj: Mapping[str, Any]) -> dict[str, Any]:
+    keep = _pick(
+        obj,
+        (
+            "type",
+            "reason",
+            "message",
+            "count",
+            "firstTimestamp",
+            "lastTimestamp",
+            "eventTime",
+            "involvedObject",
+        ),
+    )
+    keep["metadata"] = _pick(_meta(obj), ("name", "namespace", "resourceVersion", "uid"))
+    return keep
+
+
+def _trim_anchor(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _trim_meta(obj),
+        "data": dict(obj.get("data") or {}),
+    }
+
+
+_TRIMS = {
+    Kind.JOBSET: _trim_jobset,
+    Kind.ANCHOR: _trim_anchor,
+    Kind.JOB: _trim_job,
+    Kind.POD: _trim_pod,
+    Kind.EVENT: _trim_event,
+}
+
+
+def trim(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``obj`` the observer keeps (API-shaped, much smaller)."""
+    return _TRIMS[kind](obj)
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)`` of an object."""
+    meta = _meta(obj)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def event_subject(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """``(kind, namespace, name, uid)`` of the object an Event is about."""
+    about = event.get("involvedObject")
+    about = about if isinstance(about, Mapping) else {}
+    namespace = str(about.get("namespace") or _meta(event).get("namespace") or "")
+    return (
+        str(about.get("kind") or ""),
+        namespace,
+        str(about.get("name") or ""),
+        str(about.get("uid") or ""),
+    )
+
+
+def run_of(kind: Kind, obj: Mapping[str, Any]) -> RunKey | None:
+    """The run an object belongs to, from the object alone; ``None`` when it belongs to none
+    (or, for an Event about a pod or a Job, when only the pod's or Job's own labels can tell:
+    see the observer)."""
+    namespace, name = object_key(obj)
+    if kind is Kind.JOBSET:
+        return (namespace, name) if name else None
+    if kind is Kind.ANCHOR:
+        found = _meta(obj).get("labels") or {}
+        marked = isinstance(found, Mapping) and found.get(L.ANCHOR_LABEL) == L.ANCHOR_VALUE
+        return (namespace, name) if name and marked else None
+    if kind in (Kind.JOB, Kind.POD):
+        found = _meta(obj).get("labels") or {}
+        owner = found.get(L.JOBSET_NAME) if isinstance(found, Mapping) else None
+        return (namespace, str(owner)) if owner else None
+    subject_kind, subject_ns, subject_name, _ = event_subject(obj)
+    if subject_kind in ("JobSet", "ConfigMap") and subject_name:
+        return (subject_ns, subject_name)
+    return None
+
+
+def _version(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    """Whether ``candidate`` is a later version of the object than ``current``.
+
+    ``resourceVersion`` is an etcd revision on every API server this project targets: whole
+    numbers, compared as such. When either is not a number the candidate wins (the last
+    writer), as it would without this check.
+    """
+    if current is None:
+        return True
+    new = _version(_meta(candidate).get("resourceVersion"))
+    old = _version(_meta(current).get("resourceVersion"))
+    if new is None or old is None:
+        return True
+    return new >= old

@@ -1,0 +1,163 @@
+"""Real Airflow processes for end-to-end tests: API server, DAG processor, scheduler and
+triggerer (LocalExecutor on SQLite) in a private ``AIRFLOW_HOME``, driven through the
+``airflow`` CLI and the REST API. Every process is stopped on exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["AirflowProcesses", "airflow_processes"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class AirflowProcesses:
+    """A running Airflow: its home, environment and processes."""
+
+    home: Path
+    env: dict[str, str]
+    port: int
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    airflow: tuple[str, ...] = (sys.executable, "-m", "airflow")
+
+    def cli(self, *args: str) -> str:
+        """Run ``airflow <args>``; its standard output (fails on a non-zero exit)."""
+        run = subprocess.run(
+            [*self.airflow, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        return run.stdout
+
+    def json(self, *args: str) -> Any:
+        """The JSON document of a CLI answer (log lines may come before it)."""
+        text = self.cli(*args)
+        decoder = json.JSONDecoder()
+        offset = 0
+        for line in text.splitlines(keepends=True):
+            if line.lstrip().startswith(("[", "{")):
+                try:
+                    start = offset + len(line) - len(line.lstrip())
+                    return decoder.raw_decode(text[start:])[0]
+                except ValueError:
+                    pass
+            offset += len(line)
+        raise AssertionError(f"no JSON in: {text[-2000:]}")
+
+    def logs(self) -> str:
+        """The tail of every process log, for assertion messages."""
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in self.home.glob("*.log")
+        )
+
+    def wait_parsed(self, *dag_ids: str, timeout: float = 240) -> None:
+        """Until the DAG processor has parsed every DAG named."""
+        deadline = time.monotonic() + timeout
+        while not all(d in self.cli("dags", "list", "-o", "plain") for d in dag_ids):
+            assert time.monotonic() < deadline, "the DAG processor never parsed the DAGs\n" + (
+                self.logs()
+            )
+            time.sleep(3)
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """One REST API call as the (simple auth manager's) admin."""
+        base = f"http://127.0.0.1:{self.port}"
+        with urllib.request.urlopen(f"{base}/auth/token", timeout=30) as answer:
+            token = json.loads(answer.read())["access_token"]
+        request = urllib.request.Request(
+            base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+
+    def task_logs(self, dag_id: str, run_id: str, task_id: str) -> Path:
+        """The folder of a task instance's logs."""
+        return self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+
+
+@contextmanager
+def airflow_processes(
+    dags: Mapping[str, str], *, parallelism: int = 2, extra_env: Mapping[str, str] | None = None
+) -> Iterator[AirflowProcesses]:
+    """Migrate a fresh SQLite database, write ``dags`` (file stem → source) and start the API
+    server, the DAG processor, the scheduler and the triggerer; stop them all on exit."""
+    home = Path(tempfile.mkdtemp(prefix="jobset-e2e-airflow-"))
+    (home / "dags").mkdir()
+    for stem, source in dags.items():
+        (home / "dags" / f"{stem}.py").write_text(source)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        **dict(extra_env or {}),
+    }
+    env.pop("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", None)
+    ctx = AirflowProcesses(home=home, env=env, port=port)
+    subprocess.run(
+        [*ctx.airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300
+    )
+    for command in ("api-server", "dag-processor", "scheduler", "triggerer"):
+        log = open(home / f"{command}.log", "wb")  # noqa: SIM115 - closed with the process
+        ctx.procs.append(
+            subprocess.Popen(
+                [*ctx.airflow, command],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+    try:
+        yield ctx
+    finally:
+        for proc in ctx.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for proc in ctx.procs:
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)

@@ -1,0 +1,792 @@
+"""Parity: one scenario table, every way in, both backends, the same verdict at the same time.
+
+Ways in: the operator in worker mode, the operator deferrable with a real triggerer process
+(scheduler, triggerer, API server and DAG processor of :mod:`tests.airflow._harness`), the
+``JobSetSensor`` (poke mode), the KFP launcher (its command line, in the KFP environment) and
+``jobsetctl run``. Each way runs its own JobSet of the scenario, on the controller and on the
+native backend.
+
+What must agree, per scenario and backend:
+
+* the verdict (``completed``, ``failed``, ``creation_failed``, ``gone``, ``timeout``) and its
+  reason (``AllJobsCompleted``, ``ReachedMaxRestarts``, ``JobCreationFailed``, ...);
+* the time to verdict, within :data:`WITHIN` seconds: measured from the moment that decides it
+  (the resume of a suspended JobSet, its deletion, the way's own submission for a creation the
+  cluster refuses, the way's deadline for a timeout).
+
+Airflow surfaces a restart as a task retry: the two operator ways end their first try with a
+``restarting`` verdict and finish on the next try, while the sensor, KFP and ``jobsetctl`` wait
+through the restart. Their final verdicts must agree; their times are compared within each
+group (a retry hop through the scheduler is Airflow's own latency, not ours).
+
+To line everyone up, JobSets start suspended and are resumed (or deleted) once every way is
+watching; ``suspended`` is also a scenario of its own, held suspended for a while first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.airflow._harness import AirflowProcesses, airflow_processes
+
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(1500)]
+
+ROOT = Path(__file__).resolve().parents[2]
+KFP_PYTHON = ROOT / ".venv" / "kfp" / "bin" / "python"
+BACKENDS = ("controller", "native")
+WAYS = ("worker", "deferrable", "sensor", "kfp", "cli")
+AIRFLOW_WAYS = ("worker", "deferrable")
+#: How far apart the ways' times to verdict may be (seconds).
+WITHIN = 2.0
+WATCHING_TIMEOUT = 240.0
+TIMEOUT = 12
+
+# ---------------------------------------------------------------------------------- scenarios
+
+
+def rjob(name: str, replicas: int = 1, **notes: str) -> dict[str, Any]:
+    annotations = {
+        "devcluster/run-seconds": "1",
+        **{f"devcluster/{k}": v for k, v in notes.items()},
+    }
+    pod = {
+        "metadata": {"annotations": annotations},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    job = {"backoffLimit": 0, "completions": 1, "parallelism": 1, "template": pod}
+    return {"name": name, "replicas": replicas, "template": {"spec": job}}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row of the table.
+
+    Attributes:
+        id: Its name (and its DAG's).
+        rjobs: The replicated jobs.
+        spec: More of the JobSet's spec.
+        quota: A ResourceQuota of the namespace (``hard``), if any.
+        action: What the driver does once every way watches: ``resume`` (the JobSet starts
+            suspended), ``delete`` (a never-ending JobSet), or nothing.
+        hold: Seconds to stay suspended before the resume.
+        timeout: The ways' timeout, if the scenario is about it.
+        kind: The final verdict of every way.
+        reason: A word of the verdict's reason or message every way reports.
+        first: The first try's verdict of the operator ways, when a restart ends it.
+        retries: The operator ways' retries.
+    """
+
+    id: str
+    rjobs: tuple[dict[str, Any], ...]
+    spec: dict[str, Any] = field(default_factory=dict)
+    quota: dict[str, str] | None = None
+    action: str | None = "resume"
+    hold: float = 0.0
+    timeout: int | None = None
+    kind: str = "completed"
+    reason: str = "AllJobsCompleted"
+    first: str | None = None
+    retries: int = 0
+
+
+NEVER = {"never-finish": "true"}
+SCENARIOS = (
+    Scenario("success", (rjob("w", 2),)),
+    Scenario(
+        "any",
+        (rjob("driver"), rjob("workers", 2, **NEVER)),
+        {"successPolicy": {"operator": "Any", "targetReplicatedJobs": ["driver"]}},
+    ),
+    Scenario(
+        "restart",
+        (rjob("w", 2, **{"fail-until-attempt": "1"}),),
+        {"failurePolicy": {"maxRestarts": 1}},
+        first="restarting",
+        retries=1,
+    ),
+    Scenario(
+        "failjobset",
+        (rjob("w", **{"exit-code": "3"}),),
+        {
+            "failurePolicy": {
+                "maxRestarts": 2,
+                "rules": [
+                    {"action": "FailJobSet", "onJobFailureReasons": ["BackoffLimitExceeded"]}
+                ],
+            }
+        },
+        kind="failed",
+        reason="FailJobSetFailurePolicyAction",
+        retries=2,  # as many as maxRestarts (else the operator warns); the rule fails at once
+    ),
+    Scenario(
+        "maxrestarts",
+        (rjob("w", **{"exit-code": "1"}),),
+        {"failurePolicy": {"maxRestarts": 1}},
+        kind="failed",
+        reason="ReachedMaxRestarts",
+        first="restarting",
+        retries=1,
+    ),
+    Scenario(
+        "jobquota",
+        (rjob("w"),),
+        quota={"count/jobs.batch": "0"},
+        action=None,
+        kind="creation_failed",
+        reason="JobCreationFailed",
+    ),
+    Scenario(
+        "servicequota",
+        (rjob("w"),),
+        quota={"services": "0"},
+        action=None,
+        kind="creation_failed",
+        reason="HeadlessServiceCreationFailed",
+    ),
+    Scenario("deleted", (rjob("w", **NEVER),), action="delete", kind="gone", reason="Deleted"),
+    Scenario("suspended", (rjob("w"),), hold=5.0),
+    Scenario(
+        "timeout",
+        (rjob("w", **NEVER),),
+        action=None,
+        timeout=TIMEOUT,
+        kind="timeout",
+        reason="did not finish within",
+    ),
+)
+
+
+def document(scenario: Scenario, name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicatedJobs": list(scenario.rjobs), **scenario.spec}
+    if scenario.action == "resume":
+        spec["suspend"] = True
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": {"parity": scenario.id}},
+        "spec": spec,
+    }
+
+
+def short(backend: str) -> str:
+    return backend[0]  # c / n
+
+
+# ---------------------------------------------------------------------------------- results
+
+
+@dataclass
+class WayResult:
+    """What one way reported for its JobSet of a scenario."""
+
+    way: str
+    backend: str
+    name: str = ""
+    kinds: list[str] = field(default_factory=list)  # one verdict per try
+    messages: list[str] = field(default_factory=list)
+    submitted_at: float | None = None
+    watching_at: float | None = None
+    verdict_at: list[float] = field(default_factory=list)
+    error: str = ""
+
+    def note(self, kind: str, message: str) -> None:
+        self.note_at(kind, message, time.time())
+
+    def note_at(self, kind: str, message: str, stamp: float) -> None:
+        self.kinds.append(kind)
+        self.messages.append(message)
+        self.verdict_at.append(stamp)
+
+    @property
+    def final(self) -> str:
+        return self.kinds[-1] if self.kinds else "none"
+
+
+_KIND_BY_ERROR = {
+    "JobSetFailed": "failed",
+    "JobSetRestarting": "restarting",
+    "WaitTimeout": "timeout",
+    "CreationFailed": "creation_failed",
+    "JobSetGone": "gone",
+}
+
+
+def kind_of(message: str) -> str:
+    """The verdict a judge's message stands for (the judge writes them in one place)."""
+    for kind, pattern in (
+        ("completed", r" completed \("),
+        ("restarting", r" is restarting \(restart "),
+        ("failed", r" failed: "),
+        ("timeout", r" did not finish within "),
+        ("gone", r" was (deleted|replaced)"),
+        ("creation_failed", r": (JobCreationFailed|HeadlessServiceCreationFailed|PVCCreation)"),
+    ):
+        if re.search(pattern, message):
+            return kind
+    return "unknown"
+
+
+# ---------------------------------------------------------------------------------- the ways
+
+
+def run_worker(scenario: Scenario, backend: str, namespace: str, result: WayResult) -> None:
+    """The operator in worker mode, in a thread of this process; a restart is retried at once
+    (the next try reattaches), as Airflow's retry would."""
+    from airflow_provider_jobset._compat import AirflowFailException
+    from airflow_provider_jobset.operators import JobSetOperator
+
+    name = f"w-{short(backend)}"
+    result.name = name
+    op = JobSetOperator(
+        task_id="t",
+        jobset=document(scenario, name),
+        name=name,
+        namespace=namespace,
+        backend=backend,
+        deferrable=False,
+        timeout=dt.timedelta(seconds=scenario.timeout) if scenario.timeout else None,
+        delete_policy="never",
+        stream_logs=False,
+        retries=scenario.retries,
+    )
+    ti = _TI(f"parity-{scenario.id}", result)
+    for try_number in range(1, scenario.retries + 2):
+        ti.try_number = try_number
+        try:
+            op.execute({"ti": ti})
+        except AirflowFailException as err:
+            cause = err.__cause__
+            result.note(_KIND_BY_ERROR.get(type(cause).__name__, "error"), str(err))
+            return
+        except Exception as err:
+            result.note(_KIND_BY_ERROR.get(type(err).__name__, "error"), str(err))
+            if type(err).__name__ != "JobSetRestarting":
+                return
+            continue
+        outcome = ti.xcoms.get("jobset_outcome") or {}
+        result.note("completed", f"JobSet {namespace}/{name} completed ({outcome.get('reason')})")
+        return
+
+
+class _TI:
+    """The task instance of a worker-mode try: enough for ``execute``."""
+
+    dag_id = "parity"
+    task_id = "t"
+    map_index = -1
+    start_date = None
+
+    def __init__(self, run_id: str, result: WayResult) -> None:
+        self.run_id, self.result = run_id, result
+        self.try_number = 1
+        self.xcoms: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.xcoms[key] = value
+        if key == "jobset_uid" and self.result.submitted_at is None:
+            self.result.submitted_at = self.result.watching_at = time.time()
+
+
+def run_sensor(
+    scenario: Scenario, backend: str, namespace: str, result: WayResult, submit: Callable[..., Any]
+) -> None:
+    """``JobSetSensor`` in poke mode: the driver submits the JobSet, the sensor waits for
+    ``Completed`` (each poke waits up to ``poke_interval`` with the core's wait)."""
+    from airflow_provider_jobset.sensors import JobSetSensor
+
+    name = f"s-{short(backend)}"
+    result.name = name
+    messages: list[str] = []
+    sensor = JobSetSensor(
+        task_id="s", name=name, namespace=namespace, backend=backend, poke_interval=15
+    )
+    sensor.log.info = lambda msg, *args: messages.append(msg % args)  # type: ignore[method-assign]
+    submit(document(scenario, name), backend, namespace)
+    result.submitted_at = time.time()
+    ends = time.time() + (scenario.timeout or 900)
+    result.watching_at = time.time()
+    try:
+        while time.time() < ends:
+            sensor.poke_interval = max(0.1, min(15.0, ends - time.time()))
+            if sensor.poke({}):
+                verdicts = [m for m in messages if kind_of(m) == "completed"]
+                result.note("completed", verdicts[-1] if verdicts else messages[-1])
+                return
+            failed = [m for m in messages if kind_of(m) == "failed"]
+            if failed:
+                result.note("failed", failed[-1])
+                return
+        result.note(
+            "timeout", f"JobSet {namespace}/{name} did not finish within {scenario.timeout}s"
+        )
+    except Exception as err:
+        kind = _KIND_BY_ERROR.get(type(err).__name__)
+        if kind is None:  # AirflowFailException: the JobSet ended in a phase that is not a target
+            judged = [m for m in messages if kind_of(m) not in ("unknown", "completed")]
+            kind, text = ("failed", judged[-1]) if judged else ("error", str(err))
+            result.note(kind, text)
+        else:
+            result.note(kind, str(err))
+
+
+def run_cli(scenario: Scenario, backend: str, namespace: str, result: WayResult, tmp: Path) -> None:
+    """``jobsetctl run`` in a thread of this process."""
+    from jobset_core import cli
+
+    name = f"c-{short(backend)}"
+    result.name = name
+    path = tmp / f"{name}-{scenario.id}.yaml"
+    path.write_text(yaml.safe_dump(document(scenario, name)))
+    out, err = _Stamped(result), io.StringIO()
+    args = ["run", str(path), "-n", namespace, "--backend", backend]
+    if scenario.timeout:
+        args += ["--timeout", str(scenario.timeout)]
+    cli.main(args, stdout=out, stderr=err, stdin=io.StringIO())
+    lines = out.getvalue().splitlines() + err.getvalue().splitlines()
+    final = [ln.removeprefix("jobsetctl run: ") for ln in lines if ln.startswith("jobsetctl run: ")]
+    result.note(kind_of(final[-1]) if final else "error", final[-1] if final else "\n".join(lines))
+
+
+class _Stamped(io.StringIO):
+    """An output stream that notes when the run was created and first reported progress."""
+
+    def __init__(self, result: WayResult) -> None:
+        super().__init__()
+        self.result = result
+
+    def write(self, text: str) -> int:
+        if text.startswith(("created:", "adopted:")) and self.result.submitted_at is None:
+            self.result.submitted_at = time.time()
+        elif self.result.watching_at is None and text.startswith(("status:", "restarting:")):
+            self.result.watching_at = time.time()
+        return super().write(text)
+
+
+def run_kfp(
+    scenario: Scenario,
+    backend: str,
+    namespace: str,
+    result: WayResult,
+    *,
+    tmp: Path,
+    env: dict[str, str],
+) -> None:
+    """The KFP launcher's command line, in the KFP environment (a process of its own)."""
+    run_id = f"{scenario.id}-{short(backend)}-{uuid.uuid4().hex[:6]}"
+    path = tmp / f"kfp-{run_id}.yaml"
+    path.write_text(yaml.safe_dump(document(scenario, f"k-{short(backend)}")))
+    command = [
+        str(KFP_PYTHON), "-m", "kfp_components.launcher", "launch", "--jobset", str(path),
+        "--namespace", namespace, "--backend", backend, "--delete-policy", "never",
+        "--run-id", run_id, "--task-name", "train", "--task-id", "1",
+    ]  # fmt: skip
+    if scenario.timeout:
+        command += ["--timeout-seconds", str(scenario.timeout)]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    killer = threading.Timer(WATCHING_TIMEOUT + 300, proc.kill)  # never outlive the test
+    killer.start()
+    assert proc.stdout is not None
+    lines: list[str] = []
+    for line in proc.stdout:
+        now = time.time()
+        lines.append(line.rstrip("\n"))
+        if " created; uid " in line or " adopted " in line:
+            result.submitted_at = now
+            result.name = line.split()[1].split("/", 1)[1]
+        elif result.watching_at is None and line.startswith(("status:", "restarting:")):
+            result.watching_at = now
+        elif kind_of(line) != "unknown" and not line.startswith(("status:", "restarting:")):
+            result.note_at(kind_of(line), line.rstrip("\n"), now)
+    proc.wait(60)
+    killer.cancel()
+    if not result.kinds:
+        result.error = "\n".join(lines[-30:])
+
+
+# ---------------------------------------------------------------------------------- deferrable
+
+
+DEFERRABLE_DAG = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_jobset.operators import JobSetOperator
+
+with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+         default_args={{"retry_delay": timedelta(seconds=1)}}):
+{tasks}
+"""
+TASK = """    JobSetOperator(task_id={task!r}, jobset={jobset!r}, name={name!r},
+                   namespace={namespace!r}, backend={backend!r}, deferrable=True,
+                   delete_policy="never", stream_logs=False, retries={retries},
+                   timeout={timeout})
+"""
+
+
+def deferrable_dag(scenario: Scenario, namespace: str) -> str:
+    tasks = "".join(
+        TASK.format(
+            task=f"d_{backend}",
+            jobset=document(scenario, f"d-{short(backend)}"),
+            name=f"d-{short(backend)}",
+            namespace=namespace,
+            backend=backend,
+            retries=scenario.retries,
+            timeout=f"timedelta(seconds={scenario.timeout})" if scenario.timeout else None,
+        )
+        for backend in BACKENDS
+    )
+    return DEFERRABLE_DAG.format(dag_id=f"parity_{scenario.id}", tasks=tasks)
+
+
+def _log_lines(path: Path) -> Iterator[tuple[float, str]]:
+    for raw in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        stamp = dt.datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
+        yield stamp, str(entry.get("event", ""))
+
+
+def read_deferrable(
+    ctx: AirflowProcesses, scenario: Scenario, backend: str, result: WayResult
+) -> None:
+    """What the task's worker tries and the real triggerer logged for the task: submission,
+    the first progress line of the trigger (watching), and each try's verdict."""
+    folder = ctx.task_logs(f"parity_{scenario.id}", "parity", f"d_{backend}")
+    result.name = f"d-{short(backend)}"
+    result.kinds, result.messages, result.verdict_at = [], [], []
+    if not folder.exists():
+        return
+    for attempt in sorted(folder.glob("attempt=*.log"), key=lambda p: p.name):
+        triggers = sorted(folder.glob(f"{attempt.name}.trigger.*.log"))
+        for stamp, event in _log_lines(attempt):
+            if result.submitted_at is None and event.startswith(("created JobSet", "reattached")):
+                result.submitted_at = stamp
+            elif not triggers and kind_of(event) != "unknown":  # ended before deferring
+                result.note_at(kind_of(event), event, stamp)
+        for trigger_log in triggers:
+            for stamp, event in _log_lines(trigger_log):
+                if " status: " in event or " restarting: " in event:
+                    result.watching_at = result.watching_at or stamp
+                elif kind_of(event) != "unknown":  # "JobSet ns/name: <the verdict's message>"
+                    result.note_at(kind_of(event), event, stamp)
+
+
+# ---------------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One way that does not agree with the table (or with the other ways)."""
+
+    scenario: str
+    backend: str
+    way: str
+    why: str
+
+
+def decisive_moment(scenario: Scenario, result: WayResult, acted: dict[str, float]) -> float | None:
+    """When the state that decides the verdict came about, for this way's JobSet."""
+    if scenario.action in ("resume", "delete"):
+        return acted.get(result.name)
+    if result.submitted_at is None:
+        return None
+    return result.submitted_at + (scenario.timeout or 0)
+
+
+def check(
+    scenario: Scenario, results: list[WayResult], acted: dict[str, float]
+) -> list[Disagreement]:
+    """The ways of one scenario on one backend, against the table and each other (pure)."""
+    found: list[Disagreement] = []
+    latencies: dict[str, dict[str, float]] = {}
+    for result in results:
+        where = (scenario.id, result.backend, result.way)
+        if result.final != scenario.kind:
+            said = result.messages[-1:] or [result.error]
+            why = f"verdicts {result.kinds} ({said[0][:300]!r}), expected {scenario.kind}"
+            found.append(Disagreement(*where, why))
+            continue
+        if scenario.reason not in result.messages[-1]:
+            why = f"message {result.messages[-1]!r} does not say {scenario.reason!r}"
+            found.append(Disagreement(*where, why))
+        retried = result.way in AIRFLOW_WAYS and scenario.first is not None
+        if retried and result.kinds[0] != scenario.first:
+            why = f"first try ended {result.kinds[0]}, expected {scenario.first}"
+            found.append(Disagreement(*where, why))
+        start = decisive_moment(scenario, result, acted)
+        if start is None:
+            found.append(Disagreement(*where, "no decisive moment recorded"))
+            continue
+        # The operator ways are timed on their first try's verdict when a restart ends it
+        # (the retry hop is the scheduler's), the others on their final one.
+        group = "retried" if retried else "waited"
+        latencies.setdefault(group, {})[result.way] = (
+            result.verdict_at[0 if retried else -1] - start
+        )
+    for by_way in latencies.values():
+        if len(by_way) > 1 and max(by_way.values()) - min(by_way.values()) > WITHIN:
+            middle = sorted(by_way.values())[len(by_way) // 2]
+            slow = max(by_way, key=lambda way: abs(by_way[way] - middle))  # the odd one out
+            shown = {w: round(v, 2) for w, v in sorted(by_way.items())}
+            why = f"times to verdict {shown} are more than {WITHIN}s apart"
+            found.append(Disagreement(scenario.id, results[0].backend, slow, why))
+    return found
+
+
+def table(scenario: Scenario, results: list[WayResult], acted: dict[str, float]) -> str:
+    """One line per way, for the test's output."""
+    lines = []
+    for r in results:
+        start = decisive_moment(scenario, r, acted)
+        took = [round(t - start, 2) for t in r.verdict_at] if start is not None else []
+        lines.append(f"  {scenario.id:13} {r.backend:10} {r.way:10} {r.kinds} after {took}s")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- the driver
+
+
+def _submit_for_sensor(kubeconfig: Path) -> Callable[..., Any]:
+    """Submit a JobSet (controller) or a native run (anchor + first pass) for the sensor."""
+
+    def submit(doc: dict[str, Any], backend: str, namespace: str) -> None:
+        from jobset_core.blocking import run
+        from jobset_core.models import load_jobset
+
+        async def work(r: Any) -> None:
+            await r.submit(load_jobset(doc), namespace=namespace, backend=backend)
+
+        run(lambda: _with_run(kubeconfig, work))
+
+    return submit
+
+
+async def _with_run(kubeconfig: Path, work: Callable[[Any], Any]) -> Any:
+    from jobset_core.client import Client, ClientSettings
+    from jobset_core.lifecycle import Run
+    from jobset_core.observe import Observer
+
+    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+        observer = Observer(client)
+        try:
+            return await work(Run(observer))
+        finally:
+            await observer.aclose()
+
+
+def _act(kubeconfig: Path, scenario: Scenario, namespace: str, backend: str) -> dict[str, float]:
+    """Resume (or delete) every JobSet of the scenario on ``backend``; when each was done."""
+    from jobset_core.blocking import run
+
+    async def work(r: Any) -> dict[str, float]:
+        done: dict[str, float] = {}
+        for found in await r.find(
+            namespace=namespace, label_selector={"parity": scenario.id}, backend=backend
+        ):
+            if scenario.action == "resume":
+                await r.set_suspend(found.handle, False)
+            else:
+                await r.cancel(found.handle)
+            done[found.handle.name] = time.time()
+        return done
+
+    return run(lambda: _with_run(kubeconfig, work))
+
+
+@dataclass
+class Wave:
+    """The ways of some scenarios, started together."""
+
+    scenarios: list[Scenario]
+    namespaces: dict[str, str]
+    results: dict[tuple[str, str, str], WayResult] = field(default_factory=dict)
+    threads: list[threading.Thread] = field(default_factory=list)
+    acted: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+
+
+def start_wave(
+    wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path, tmp: Path, ways: tuple[str, ...]
+) -> None:
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    submit = _submit_for_sensor(kubeconfig)
+    for scenario in wave.scenarios:
+        namespace = wave.namespaces[scenario.id]
+        if ctx is not None and "deferrable" in ways:
+            ctx.cli("dags", "unpause", f"parity_{scenario.id}")
+            ctx.cli("dags", "trigger", f"parity_{scenario.id}", "--run-id", "parity")
+        for backend in BACKENDS:
+            for way in ways:
+                result = wave.results[(scenario.id, backend, way)] = WayResult(way, backend)
+                args = (scenario, backend, namespace, result)
+                target: Callable[[], None] | None = {
+                    "worker": lambda a=args: run_worker(*a),
+                    "sensor": lambda a=args: run_sensor(*a, submit),
+                    "cli": lambda a=args: run_cli(*a, tmp),
+                    "kfp": lambda a=args: run_kfp(*a, tmp=tmp, env=env),
+                }.get(way)
+                if target is not None:
+                    thread = threading.Thread(target=_guarded(target, result), daemon=True)
+                    thread.start()
+                    wave.threads.append(thread)
+
+
+def _guarded(target: Callable[[], None], result: WayResult) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            target()
+        except BaseException as error:  # reported by the check
+            result.error = f"{type(error).__name__}: {error}"
+
+    return run
+
+
+def watching(wave: Wave, ctx: AirflowProcesses | None, scenario: Scenario, backend: str) -> bool:
+    for way in WAYS:
+        result = wave.results.get((scenario.id, backend, way))
+        if result is None:
+            continue
+        if way == "deferrable" and ctx is not None:
+            read_deferrable(ctx, scenario, backend, result)
+        if result.watching_at is None and not result.kinds and not result.error:
+            return False
+    return True
+
+
+def drive_wave(wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path) -> None:
+    """Act on each scenario once all its ways watch; wait until every way has its verdict."""
+    pending = [(s, b) for s in wave.scenarios if s.action for b in BACKENDS]
+    deadline = time.monotonic() + WATCHING_TIMEOUT
+    while pending:
+        late = time.monotonic() > deadline  # act anyway: the check reports who never watched
+        for scenario, backend in list(pending):
+            if late or watching(wave, ctx, scenario, backend):
+                time.sleep(scenario.hold)
+                namespace = wave.namespaces[scenario.id]
+                wave.acted[(scenario.id, backend)] = _act(kubeconfig, scenario, namespace, backend)
+                pending.remove((scenario, backend))
+        time.sleep(0.5)
+    for thread in wave.threads:
+        thread.join(max(1.0, deadline + 300 - time.monotonic()))
+    if ctx is not None:
+        ends = time.monotonic() + 300
+        for scenario in wave.scenarios:
+            while time.monotonic() < ends:
+                runs = ctx.json("dags", "list-runs", f"parity_{scenario.id}", "-o", "json")
+                if any(
+                    r["run_id"] == "parity" and r["state"] in ("success", "failed") for r in runs
+                ):
+                    break
+                time.sleep(3)
+            for backend in BACKENDS:
+                result = wave.results.get((scenario.id, backend, "deferrable"))
+                if result is not None:
+                    read_deferrable(ctx, scenario, backend, result)
+
+
+def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
+    found: list[Disagreement] = []
+    shown: list[str] = []
+    for scenario in wave.scenarios:
+        for backend in BACKENDS:
+            results = [
+                r for (s, b, _), r in wave.results.items() if s == scenario.id and b == backend
+            ]
+            acted = wave.acted.get((scenario.id, backend), {})
+            found += check(scenario, results, acted)
+            shown.append(table(scenario, results, acted))
+    return found, "\n".join(shown)
+
+
+@pytest.fixture(scope="module")
+def parity_airflow(
+    devcluster: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """Namespaces (with their quotas) and a real Airflow whose DAGs hold the deferrable way of
+    every scenario, for both backends."""
+    from kubernetes import client
+
+    namespaces = {s.id: devcluster.create_namespace(f"par-{s.id[:6]}") for s in SCENARIOS}
+    for scenario in SCENARIOS:
+        if scenario.quota:
+            quota = client.V1ResourceQuota(
+                metadata=client.V1ObjectMeta(name="parity"),
+                spec=client.V1ResourceQuotaSpec(hard=scenario.quota),
+            )
+            devcluster.core.create_namespaced_resource_quota(namespaces[scenario.id], quota)
+    kubeconfig = str(devcluster.kubeconfig)
+    conn = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig}})
+    dags = {f"parity_{s.id}": deferrable_dag(s, namespaces[s.id]) for s in SCENARIOS}
+    extra = {"AIRFLOW_CONN_KUBERNETES_DEFAULT": conn, "KUBECONFIG": kubeconfig}
+    try:
+        with airflow_processes(dags, parallelism=8, extra_env=extra) as ctx:
+            ctx.wait_parsed(*dags)
+            yield {"ctx": ctx, "namespaces": namespaces, "tmp": tmp_path_factory.mktemp("parity")}
+    finally:
+        for namespace in namespaces.values():
+            devcluster.delete_namespace(namespace)
+
+
+WAVES = (SCENARIOS[0:4], SCENARIOS[4:7], SCENARIOS[7:10])
+
+
+def test_every_way_in_reaches_the_same_verdict_at_the_same_time(
+    parity_airflow: dict[str, Any], devcluster: Any, kube_conn: str
+) -> None:
+    found: list[Disagreement] = []
+    for scenarios in WAVES:
+        wave = Wave(list(scenarios), parity_airflow["namespaces"])
+        start_wave(wave, parity_airflow["ctx"], devcluster.kubeconfig, parity_airflow["tmp"], WAYS)
+        drive_wave(wave, parity_airflow["ctx"], devcluster.kubeconfig)
+        wrong, shown = disagreements(wave)
+        print(shown)
+        found += wrong
+    assert not found, "\n".join(f"{d.scenario}/{d.backend}/{d.way}: {d.why}" for d in found)
+
+
+def test_a_broken_path_fails_the_parity(
+    devcluster: Any, kube_conn: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The suite must notice one way gone wrong: here the sensor claims a JobSet done while it
+    is still suspended."""
+    from airflow_provider_jobset import sensors
+
+    real = sensors.sensor_state
+    monkeypatch.setattr(
+        sensors,
+        "sensor_state",
+        lambda outcomes, targets: real(outcomes, [*targets, "Suspended", "Pending", "Running"]),
+    )
+    (success,) = [s for s in SCENARIOS if s.id == "success"]
+    namespace = devcluster.create_namespace("par-broken")
+    try:
+        wave = Wave([success], {success.id: namespace})
+        ways = ("worker", "sensor", "cli", "kfp")
+        start_wave(wave, None, devcluster.kubeconfig, tmp_path, ways)
+        drive_wave(wave, None, devcluster.kubeconfig)
+        found, shown = disagreements(wave)
+    finally:
+        devcluster.delete_namespace(namespace)
+    print(shown)
+    assert {d.way for d in found} == {"sensor"}, found

@@ -1,0 +1,183 @@
+"""The core's lifecycle under the names the backend tests use, in two flavours.
+
+``async``: one :class:`~jobset_core.lifecycle.Run` over one client and observer on the test's
+event loop (what a triggerer or an async caller does). ``blocking``: every call goes through
+:func:`jobset_core.blocking.run` on a thread of its own, with a client, observer and run of its
+own (what a synchronous caller does: a worker, a KFP step, ``jobsetctl``). Both must behave the
+same; the tests run in both.
+
+:meth:`RunFace.wait` returns the outcome for a terminal verdict (and for a restart handed back)
+and raises the core's error for every other one, as a caller that only cares about the
+JobSet would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jobset_core.blocking import run as blocking_run
+from jobset_core.client import Client, ClientSettings
+from jobset_core.errors import JobSetGone
+from jobset_core.lifecycle import Handle, LogTarget, Run, Submission, Verdict, WaitRules, error_for
+from jobset_core.models import JobSet, JobSetStatus
+from jobset_core.observe import Observer
+from jobset_core.outcome import Backend, Outcome, Progress
+
+FLAVOURS = ["async", "blocking"]
+T = TypeVar("T")
+
+
+def outcome_of(verdict: Verdict) -> Outcome:
+    """The outcome of a verdict that has one; the core's error for the others."""
+    if verdict.kind in ("completed", "failed", "restarting", "reached"):
+        assert verdict.outcome is not None
+        return verdict.outcome
+    error = error_for(verdict)
+    assert error is not None
+    raise error
+
+
+class RunFace:
+    """One way to call the lifecycle (see the module docs)."""
+
+    def __init__(
+        self,
+        flavour: str,
+        kubeconfig: Path,
+        kind: Backend,
+        *,
+        shared: Run | None = None,
+        **options: Any,
+    ) -> None:
+        self.flavour, self.kind = flavour, kind
+        self.settings = ClientSettings(kubeconfig_path=str(kubeconfig))
+        self.options = options
+        self._shared = shared
+
+    async def call(self, work: Callable[[Run], Awaitable[T]]) -> T:
+        if self.flavour == "async":
+            assert self._shared is not None
+            return await work(self._shared)
+
+        async def main() -> T:
+            async with Client(self.settings) as client:
+                observer = Observer(client, scope="run")
+                try:
+                    return await work(Run(observer, **self.options))
+                finally:
+                    await observer.aclose()
+
+        return await asyncio.to_thread(blocking_run, main)
+
+    @property
+    def run(self) -> Run:
+        assert self._shared is not None, "only the async flavour shares one Run"
+        return self._shared
+
+    # ------------------------------------------------------------------ the verbs
+
+    async def submit(
+        self,
+        jobset: JobSet,
+        *,
+        namespace: str,
+        identity: dict[str, str] | None = None,
+        expected_uid: str | None = None,
+    ) -> Submission:
+        return await self.call(
+            lambda run: run.submit(
+                jobset,
+                namespace=namespace,
+                identity=identity,
+                expected_uid=expected_uid,
+                backend=self.kind,
+            )
+        )
+
+    async def attach(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        uid: str | None = None,
+        identity: dict[str, str] | None = None,
+    ) -> Handle:
+        found = await self.call(
+            lambda run: run.locate(
+                name, namespace=namespace, backend=self.kind, uid=uid, identity=identity
+            )
+        )
+        return found.handle
+
+    async def verdict(
+        self,
+        handle: Handle,
+        *,
+        timeout: float | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        on_restart: str = "continue",
+        until: frozenset[Any] = frozenset(),
+    ) -> Verdict:
+        deadline = None if timeout is None else time.time() + timeout
+        rules = WaitRules(on_restart=on_restart, until=until)  # type: ignore[arg-type]
+        return await self.call(
+            lambda run: run.wait(handle, deadline=deadline, rules=rules, on_progress=on_progress)
+        )
+
+    async def wait(self, handle: Handle, **kwargs: Any) -> Outcome:
+        return outcome_of(await self.verdict(handle, **kwargs))
+
+    async def status(self, handle: Handle) -> Outcome:
+        return (await self.call(lambda run: run.status(handle)))[0]
+
+    async def jobset_status(self, handle: Handle) -> JobSetStatus:
+        return (await self.call(lambda run: run.status(handle)))[1]
+
+    async def set_suspend(self, handle: Handle, suspend: bool) -> None:
+        await self.call(lambda run: run.set_suspend(handle, suspend))
+
+    async def cancel(self, handle: Handle) -> None:
+        await self.call(lambda run: run.cancel(handle))
+
+    async def delete(self, handle: Handle, *, wait: bool = False, timeout: float = 60) -> None:
+        await self.call(lambda run: run.delete(handle, wait=wait, timeout=timeout))
+
+    async def logs(self, handle: Handle, **target: Any) -> list[str]:
+        lines: list[str] = []
+        await self.call(
+            lambda run: run.read_log(
+                handle, LogTarget(**target), follow=False, sink=lambda ln: lines.append(ln.text)
+            )
+        )
+        return lines
+
+    async def failed_pod_logs(self, handle: Handle, *, tail_lines: int = 50) -> dict[str, str]:
+        from jobset_core.lifecycle._logs import failed_pod_logs
+
+        return await self.call(
+            lambda run: failed_pod_logs(run.client, handle, tail_lines=tail_lines)
+        )
+
+
+@contextlib.asynccontextmanager
+async def open_face(
+    flavour: str, kubeconfig: Path, kind: Backend, **options: Any
+) -> AsyncIterator[RunFace]:
+    """A :class:`RunFace` of ``flavour`` (its client and observer closed afterwards)."""
+    if flavour == "blocking":
+        yield RunFace(flavour, kubeconfig, kind, **options)
+        return
+    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+        observer = Observer(client, scope="run")
+        try:
+            yield RunFace(flavour, kubeconfig, kind, shared=Run(observer, **options), **options)
+        finally:
+            await observer.aclose()
+
+
+__all__ = ["FLAVOURS", "JobSetGone", "RunFace", "open_face", "outcome_of"]

@@ -1,0 +1,634 @@
+"""The core's lifecycle on the native backend, against the devcluster.
+
+Real JobSets run through :class:`tests.core._runs.RunFace` in both flavours (on the test's
+event loop, and through the blocking façade); pods are scripted with the devcluster
+annotations (``tests/cluster/README.md``). The planner itself is tested in
+``test_backend_native.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobset_core import labels
+from jobset_core.backends._anchor import ANCHOR_LABEL
+from jobset_core.client import Client, ClientSettings
+from jobset_core.errors import CreationFailed, IdentityMismatch, JobSetGone, WaitTimeout
+from jobset_core.lifecycle import Run
+from jobset_core.models import JobSet
+from jobset_core.observe import Observer
+from jobset_core.outcome import Phase, Progress
+from jobset_core.policy import conditions as c
+from tests.core._runs import FLAVOURS, RunFace, open_face
+
+POD_SPEC = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+
+
+def open_backend(flavour: str, kubeconfig: Any, **options: Any) -> Any:
+    return open_face(flavour, kubeconfig, "native", **options)
+
+
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def native(flavour: str, devcluster: Any) -> AsyncIterator[RunFace]:
+    async with open_backend(flavour, devcluster.kubeconfig) as face:
+        yield face
+
+
+def crjob(name: str, replicas: int = 1, *, run: str = "0.5", **extra: Any) -> dict[str, Any]:
+    """A replicated job whose pods are scripted by devcluster annotations (``extra`` keys
+    ``exit_code`` etc. become ``devcluster/exit-code``; the rest goes to the replicated job)."""
+    notes = {"devcluster/run-seconds": run}
+    for key in ("exit_code", "fail_until_attempt", "never_finish", "termination_message", "log"):
+        if key in extra:
+            notes["devcluster/" + key.replace("_", "-")] = str(extra.pop(key))
+    job_spec = {"backoffLimit": 0, **extra.pop("job_spec", {})}
+    job_spec["template"] = {"metadata": {"annotations": notes}, "spec": POD_SPEC}
+    return {"name": name, "replicas": replicas, "template": {"spec": job_spec}, **extra}
+
+
+def manifest(name: str, *rjobs: dict[str, Any], **spec: Any) -> JobSet:
+    annotations = spec.pop("annotations", None)
+    meta: dict[str, Any] = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return JobSet.model_validate(
+        {"metadata": meta, "spec": {"replicatedJobs": list(rjobs), **spec}}
+    )
+
+
+def plain(obj: Any) -> dict[str, Any]:
+    return obj if isinstance(obj, dict) else obj.to_dict()
+
+
+def jobs_of(devcluster: Any, namespace: str, name: str) -> list[Any]:
+    selector = f"{labels.JOBSET_NAME}={name}"
+    return list(devcluster.batch.list_namespaced_job(namespace, label_selector=selector).items)
+
+
+def attempts(devcluster: Any, namespace: str, name: str) -> set[str]:
+    return {j.metadata.labels[labels.RESTART_ATTEMPT] for j in jobs_of(devcluster, namespace, name)}
+
+
+def everything(devcluster: Any, namespace: str, name: str) -> list[str]:
+    """Every object of the run still present (anchor, Jobs, pods, Service)."""
+    selector = f"{labels.JOBSET_NAME}={name}"
+    core = devcluster.core
+    left = [
+        f"configmap/{c.metadata.name}"
+        for c in core.list_namespaced_config_map(namespace).items
+        if (c.metadata.labels or {}).get(ANCHOR_LABEL)
+    ]
+    left += [f"job/{j.metadata.name}" for j in jobs_of(devcluster, namespace, name)]
+    left += [
+        f"pod/{p.metadata.name}"
+        for p in core.list_namespaced_pod(namespace, label_selector=selector).items
+    ]
+    left += [f"service/{s.metadata.name}" for s in core.list_namespaced_service(namespace).items]
+    return left
+
+
+def assert_owned_by_anchor(devcluster: Any, namespace: str, name: str, uid: str) -> None:
+    objects = [*jobs_of(devcluster, namespace, name)]
+    services = devcluster.core.list_namespaced_service(namespace).items
+    objects += [svc for svc in services if svc.metadata.name == name]
+    assert objects
+    for obj in objects:
+        (owner,) = obj.metadata.owner_references
+        assert (owner.api_version, owner.kind, owner.name, owner.uid) == (
+            "v1",
+            "ConfigMap",
+            name,
+            uid,
+        )
+        assert owner.controller and owner.block_owner_deletion
+
+
+async def until(check: Callable[[], Any], timeout: float = 60.0, desc: str = "it") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {desc} (last: {value!r})")
+        await asyncio.sleep(0.3)
+
+
+@pytest.mark.cluster
+class TestOnCluster:
+    """Real runs; each test runs with the sync and the async backend."""
+
+    async def test_success_all(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest(
+            "ok",
+            crjob("a", 2, termination_message='{"loss": 0.25}'),
+            crjob("b"),
+        )
+        sub = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        assert sub.created and sub.handle.backend == "native"
+        seen: list[Progress] = []
+        outcome = await native.wait(sub.handle, timeout=60, on_progress=seen.append)
+        assert (outcome.phase, outcome.terminal_state, outcome.reason) == (
+            Phase.COMPLETED,
+            "Completed",
+            c.ALL_JOBS_COMPLETED.reason,
+        )
+        assert outcome.restarts == 0 and outcome.result == {"loss": 0.25}
+        assert [(r.name, r.succeeded) for r in outcome.replicated_jobs] == [("a", 2), ("b", 1)]
+        assert seen and seen[-1].phase is Phase.COMPLETED
+        assert_owned_by_anchor(devcluster, cluster_namespace, "ok", sub.handle.uid)
+        assert attempts(devcluster, cluster_namespace, "ok") == {"0"}
+        # another "process" reads the same status from the anchor
+        async with open_backend("blocking", devcluster.kubeconfig) as other:
+            handle = await other.attach("ok", namespace=cluster_namespace, identity={"run": "r1"})
+            assert handle == sub.handle
+            assert (await other.status(handle)).model_dump() == outcome.model_dump()
+            status = await other.jobset_status(handle)
+            assert status.terminal_state == "Completed" and status.restarts == 0
+        await native.delete(sub.handle, wait=True, timeout=60)
+        assert everything(devcluster, cluster_namespace, "ok") == []
+
+    async def test_success_any_with_targets(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest(
+            "any",
+            crjob("driver"),
+            crjob("workers", 2, never_finish="true"),
+            successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert outcome.terminal_state == "Completed"
+        assert outcome.reason == c.ALL_JOBS_COMPLETED.reason
+
+        def workers_deleted() -> bool:
+            jobs = jobs_of(devcluster, cluster_namespace, "any")
+            live = [j for j in jobs if j.metadata.name.startswith("any-workers")]
+            return all(j.metadata.deletion_timestamp for j in live)
+
+        await until(workers_deleted, desc="the unfinished workers to be deleted")
+
+    async def test_fail_jobset_on_matching_reason(
+        self, native: RunFace, cluster_namespace: str
+    ) -> None:
+        rule = {
+            "name": "fatal",
+            "action": "FailJobSet",
+            "onJobFailureReasons": ["BackoffLimitExceeded"],
+        }
+        js = manifest(
+            "fatal",
+            crjob("w", exit_code=3, log="boom\nstack"),
+            failurePolicy={"maxRestarts": 3, "rules": [rule]},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert (outcome.terminal_state, outcome.reason) == ("Failed", c.FAIL_JOBSET_ACTION.reason)
+        assert outcome.restarts == 0 and outcome.failed_job == "fatal-w-0"
+        logs = await native.failed_pod_logs(sub.handle)
+        assert list(logs.values()) == ["boom\nstack\n"] or list(logs.values()) == ["boom\nstack"]
+
+    async def test_restart_up_to_max(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("maxed", crjob("w", exit_code=1), failurePolicy={"maxRestarts": 2})
+        sub = await native.submit(js, namespace=cluster_namespace)
+        seen: list[Progress] = []
+        outcome = await native.wait(sub.handle, timeout=90, on_progress=seen.append)
+        assert (outcome.terminal_state, outcome.reason) == ("Failed", c.REACHED_MAX_RESTARTS.reason)
+        assert (outcome.restarts, outcome.restarts_count_towards_max) == (2, 2)
+        assert {p.restarts for p in seen if p.kind == "restarting"} == {1, 2}
+        assert attempts(devcluster, cluster_namespace, "maxed") == {"2"}
+
+    async def test_ignore_max_restarts(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        rule = {"name": "again", "action": "RestartJobSetAndIgnoreMaxRestarts"}
+        js = manifest(
+            "ignore",
+            crjob("w", 2, fail_until_attempt=2),
+            failurePolicy={"maxRestarts": 0, "rules": [rule]},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=90)
+        assert outcome.terminal_state == "Completed"
+        assert (outcome.restarts, outcome.restarts_count_towards_max) == (2, 0)
+        assert attempts(devcluster, cluster_namespace, "ignore") == {"2"}
+
+    async def test_blocking_recreate(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest(
+            "blocking",
+            crjob("w", 3, fail_until_attempt=1),
+            failurePolicy={"maxRestarts": 1, "restartStrategy": "BlockingRecreate"},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=90)
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
+        assert attempts(devcluster, cluster_namespace, "blocking") == {"1"}
+
+    async def test_in_order_startup(self, native: RunFace, cluster_namespace: str) -> None:
+        js = manifest(
+            "ordered",
+            crjob("first", 2, run="2"),
+            crjob("second", run="0.5"),
+            startupPolicy={"startupPolicyOrder": "InOrder"},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        seen: list[Progress] = []
+        outcome = await native.wait(sub.handle, timeout=60, on_progress=seen.append)
+        assert outcome.terminal_state == "Completed"
+        second_started = False
+        for progress in seen:
+            first, second = progress.replicated_jobs
+            if second.active or second.ready or second.succeeded:
+                second_started = True
+                assert first.ready + first.succeeded == first.replicas, progress.line()
+        assert second_started
+        status = await native.jobset_status(sub.handle)
+        done = status.condition(c.STARTUP_POLICY_COMPLETED)
+        assert done is not None and done.status == "True"
+
+    async def test_depends_on_complete(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest(
+            "deps",
+            crjob("init", run="1.5"),
+            crjob("main", dependsOn=[{"name": "init", "status": "Complete"}]),
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        seen: list[Progress] = []
+        outcome = await native.wait(sub.handle, timeout=60, on_progress=seen.append)
+        assert outcome.terminal_state == "Completed"
+        for progress in seen:
+            init, main = progress.replicated_jobs
+            if main.active or main.ready or main.succeeded:
+                assert init.succeeded == 1, progress.line()
+        jobs = {j.metadata.name: j for j in jobs_of(devcluster, cluster_namespace, "deps")}
+        init_done = jobs["deps-init-0"].status.completion_time
+        assert jobs["deps-main-0"].metadata.creation_timestamp >= init_done
+
+    async def test_suspend_then_resume(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("paused", crjob("w", 2), suspend=True)
+        sub = await native.submit(js, namespace=cluster_namespace)
+        status = await native.status(sub.handle)
+        assert status.phase is Phase.SUSPENDED
+        jobs = jobs_of(devcluster, cluster_namespace, "paused")
+        assert len(jobs) == 2 and all(j.spec.suspend for j in jobs)
+        with pytest.raises(WaitTimeout):
+            await native.wait(sub.handle, timeout=2)
+        selector = f"{labels.JOBSET_NAME}=paused"
+        assert (
+            devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector).items
+            == []
+        )
+        await native.set_suspend(sub.handle, False)
+        assert (await native.status(sub.handle)).phase is not Phase.SUSPENDED
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert outcome.terminal_state == "Completed"
+        suspended = (await native.jobset_status(sub.handle)).condition(c.SUSPENDED)
+        assert suspended is not None and suspended.status == "False"
+
+    async def test_exclusive_placement_gives_distinct_zones(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        zone = "topology.kubernetes.io/zone"
+        js = manifest(
+            "excl",
+            # long enough for every pod to coexist: on the devcluster the upstream pod webhook
+            # also sees these pods (objectSelector jobset-name) and rejects followers until
+            # their leader is scheduled, so the Job controller creates them after a backoff
+            crjob("w", 2, run="6", job_spec={"parallelism": 2, "completions": 2}),
+            annotations={labels.EXCLUSIVE_TOPOLOGY: zone},
+        )
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert outcome.terminal_state == "Completed"
+        nodes = devcluster.node_labels()
+        selector = f"{labels.JOBSET_NAME}=excl"
+        pods = devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector).items
+        zones: dict[str, set[str]] = {}
+        for pod in pods:
+            job = pod.metadata.labels[labels.JOB_KEY]
+            zones.setdefault(job, set()).add(nodes[pod.spec.node_name][zone])
+        assert len(zones) == 2 and all(len(z) == 1 for z in zones.values())
+        assert len(set().union(*zones.values())) == 2
+
+    async def test_ttl_deletes_the_run(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("ttl", crjob("w"), ttlSecondsAfterFinished=1)
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert outcome.terminal_state == "Completed"
+        await until(
+            lambda: not everything(devcluster, cluster_namespace, "ttl"),
+            desc="the TTL to delete the run",
+        )
+
+    async def test_cancel_leaves_nothing(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("doomed", crjob("w", 2, never_finish="true"))
+        sub = await native.submit(js, namespace=cluster_namespace)
+        selector = f"{labels.JOBSET_NAME}=doomed"
+
+        def running() -> bool:
+            pods = devcluster.core.list_namespaced_pod(
+                cluster_namespace, label_selector=selector
+            ).items
+            return len(pods) == 2 and all(p.status.phase == "Running" for p in pods)
+
+        await until(running, desc="both pods running")
+        await native.cancel(sub.handle)
+        await until(
+            lambda: not everything(devcluster, cluster_namespace, "doomed"),
+            desc="every object of the run to go",
+        )
+        with pytest.raises(JobSetGone):
+            await native.wait(sub.handle, timeout=10)
+
+    async def test_return_on_restart_then_a_second_wait_completes(
+        self, native: RunFace, flavour: str, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest(
+            "retry", crjob("w", 2, fail_until_attempt=1), failurePolicy={"maxRestarts": 2}
+        )
+        sub = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        first = await native.wait(sub.handle, timeout=60, on_restart="return")
+        assert first.phase is Phase.RESTARTING and first.terminal_state is None
+        assert first.restarts == 1 and first.failed_job in ("retry-w-0", "retry-w-1")
+        assert first.reason == c.RESTARTING_DEFAULT_FAILURE_POLICY
+        assert "BackoffLimitExceeded" in first.message
+        left = jobs_of(devcluster, cluster_namespace, "retry")
+        assert all(j.metadata.deletion_timestamp for j in left)  # attempt 0 going, no attempt 1
+        assert attempts(devcluster, cluster_namespace, "retry") <= {"0"}
+        async with open_backend(flavour, devcluster.kubeconfig) as later:
+            handle = await later.attach("retry", namespace=cluster_namespace, uid=sub.handle.uid)
+            outcome = await later.wait(handle, timeout=60, on_restart="return")
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
+        assert attempts(devcluster, cluster_namespace, "retry") == {"1"}
+
+    async def test_identity_mismatch_and_adoption(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        devcluster.core.create_namespaced_config_map(
+            cluster_namespace, {"metadata": {"name": "taken"}, "data": {"k": "v"}}
+        )
+        with pytest.raises(IdentityMismatch, match="not a native JobSet anchor"):
+            await native.submit(manifest("taken", crjob("w")), namespace=cluster_namespace)
+        js = manifest("mine", crjob("w", never_finish="true"))
+        sub = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        with pytest.raises(IdentityMismatch, match="identity labels differ"):
+            await native.submit(js, namespace=cluster_namespace, identity={"run": "r2"})
+        with pytest.raises(IdentityMismatch):
+            await native.submit(
+                js, namespace=cluster_namespace, identity={"run": "r1"}, expected_uid="x"
+            )
+        again = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        assert not again.created and again.handle == sub.handle
+        assert len(jobs_of(devcluster, cluster_namespace, "mine")) == 1
+        await native.delete(sub.handle, wait=True, timeout=60)
+        assert everything(devcluster, cluster_namespace, "mine") == []
+
+    async def test_logs_of_the_default_pod(self, native: RunFace, cluster_namespace: str) -> None:
+        js = manifest("talk", crjob("w", 2, log="hello\nworld"))
+        sub = await native.submit(js, namespace=cluster_namespace)
+        await native.wait(sub.handle, timeout=60)
+        assert await native.logs(sub.handle) == ["hello", "world"]
+
+    async def test_killed_process_and_a_new_one_reattaching(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        script = (
+            "import sys\n"
+            "from jobset_core.blocking import run\n"
+            "from jobset_core.client import Client, ClientSettings\n"
+            "from jobset_core.lifecycle import Run\n"
+            "from jobset_core.models import JobSet\n"
+            "from jobset_core.observe import Observer\n"
+            "js = JobSet.model_validate_json(sys.argv[2])\n"
+            "async def main():\n"
+            "    async with Client(ClientSettings(kubeconfig_path=sys.argv[1])) as client:\n"
+            "        await Run(Observer(client)).execute(\n"
+            "            js, namespace=sys.argv[3], identity={'run': 'r1'}, backend='native',\n"
+            "            cancel_on_kill=False)\n"
+            "run(main)\n"
+        )
+        js = manifest(
+            "phoenix",
+            crjob("w", 2, run="2", fail_until_attempt=1),
+            failurePolicy={"maxRestarts": 1},
+        )
+        env = {**devcluster.env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                script,
+                str(devcluster.kubeconfig),
+                js.model_dump_json(),
+                cluster_namespace,
+            ],
+            env=env,
+        )
+        try:
+            await until(
+                lambda: len(jobs_of(devcluster, cluster_namespace, "phoenix")) == 2,
+                desc="the first process to create the Jobs",
+            )
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        sub = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        assert not sub.created
+        outcome = await native.wait(sub.handle, timeout=90)
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
+        anchors = [
+            x for x in everything(devcluster, cluster_namespace, "phoenix") if "configmap" in x
+        ]
+        assert anchors == ["configmap/phoenix"]
+        jobs = jobs_of(devcluster, cluster_namespace, "phoenix")
+        assert sorted(j.metadata.name for j in jobs) == ["phoenix-w-0", "phoenix-w-1"]
+        assert_owned_by_anchor(devcluster, cluster_namespace, "phoenix", sub.handle.uid)
+        await native.delete(sub.handle, wait=True, timeout=60)
+        assert everything(devcluster, cluster_namespace, "phoenix") == []
+
+    async def test_two_runs_in_one_namespace_never_cross_talk(
+        self, native: RunFace, flavour: str, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        flaky = manifest(
+            "flaky", crjob("w", 2, fail_until_attempt=1), failurePolicy={"maxRestarts": 1}
+        )
+        steady = manifest("steady", crjob("w", 2, run="1.5"))
+        subs = [await native.submit(js, namespace=cluster_namespace) for js in (flaky, steady)]
+        async with open_backend(flavour, devcluster.kubeconfig) as other:
+            ends = await asyncio.gather(
+                native.wait(subs[0].handle, timeout=60), other.wait(subs[1].handle, timeout=60)
+            )
+        assert [(o.name, o.terminal_state, o.restarts) for o in ends] == [
+            ("flaky", "Completed", 1),
+            ("steady", "Completed", 0),
+        ]
+        assert attempts(devcluster, cluster_namespace, "flaky") == {"1"}
+        assert attempts(devcluster, cluster_namespace, "steady") == {"0"}
+        for sub in subs:
+            assert_owned_by_anchor(devcluster, cluster_namespace, sub.handle.name, sub.handle.uid)
+
+    async def test_suspend_a_running_run_then_resume(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        sub = await native.submit(manifest("nap", crjob("w", run="3")), namespace=cluster_namespace)
+        selector = f"{labels.JOBSET_NAME}=nap"
+
+        def pods() -> list[Any]:
+            found = devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector)
+            return list(found.items)
+
+        await until(lambda: any(p.status.phase == "Running" for p in pods()), desc="a running pod")
+        await native.set_suspend(sub.handle, True)
+        assert (await native.status(sub.handle)).phase is Phase.SUSPENDED
+        assert all(j.spec.suspend for j in jobs_of(devcluster, cluster_namespace, "nap"))
+        await until(lambda: not pods(), desc="the suspended Job's pods to go")
+        await native.set_suspend(sub.handle, False)
+        outcome = await native.wait(sub.handle, timeout=60)
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 0)
+
+    async def test_a_foreign_job_in_the_way_is_reported(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        devcluster.batch.create_namespaced_job(
+            cluster_namespace,
+            {
+                "metadata": {"name": "blocked-w-0"},
+                "spec": {"suspend": True, "template": {"spec": POD_SPEC}},
+            },
+        )
+        sub = await native.submit(manifest("blocked", crjob("w")), namespace=cluster_namespace)
+        seen: list[Progress] = []
+        with pytest.raises(CreationFailed, match="blocked-w-0 already exists"):
+            await native.wait(sub.handle, timeout=30, on_progress=seen.append)
+        assert [(p.kind, p.reason) for p in seen] == [("creation-failed", "JobCreationFailed")]
+
+    async def test_nothing_moves_without_a_process_and_an_adopting_retry_hands_back_the_restart(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        js = manifest("idle", crjob("w", fail_until_attempt=1), failurePolicy={"maxRestarts": 1})
+        first = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+
+        def failed() -> bool:
+            jobs = jobs_of(devcluster, cluster_namespace, "idle")
+            conditions = [c for j in jobs for c in j.status.conditions or []]
+            return any(c.type == "Failed" and c.status == "True" for c in conditions)
+
+        await until(failed, desc="the Job to fail")
+        await asyncio.sleep(1)
+        assert (await native.status(first.handle)).restarts == 0  # no process, no restart
+        retry = await native.submit(js, namespace=cluster_namespace, identity={"run": "r1"})
+        assert not retry.created and retry.handle == first.handle
+        handed_back = await native.wait(retry.handle, timeout=30, on_restart="return")
+        assert (handed_back.phase, handed_back.restarts) == (Phase.RESTARTING, 1)
+        assert handed_back.failed_job == "idle-w-0"
+        outcome = await native.wait(retry.handle, timeout=60, on_restart="return")
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
+
+    async def test_more_jobs_than_one_batch_of_creates(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        sub = await native.submit(manifest("wide", crjob("w", 60)), namespace=cluster_namespace)
+        assert len(jobs_of(devcluster, cluster_namespace, "wide")) == 60  # all in the first pass
+        outcome = await native.wait(sub.handle, timeout=90)
+        assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 60)
+
+    async def test_apiserver_stopped_and_restarted_during_a_wait(
+        self, flavour: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
+    ) -> None:
+        # The native backend talks to a private kube-apiserver (same etcd); while it is down
+        # the run cannot be reconciled, but its Jobs finish; the wait resumes after it is back.
+        from tests.core.test_run_controller import PrivateApiServer
+
+        server = PrivateApiServer(devcluster, tmp_path)
+        server.start()
+        running = threading.Event()
+        problems: list[BaseException] = []
+        restarted_at: list[float] = []
+
+        def outage() -> None:
+            try:
+                if not running.wait(60):
+                    raise AssertionError("the run never started")
+                server.stop()
+                done = f"{labels.JOBSET_NAME}=outage"
+
+                def finished() -> bool:
+                    jobs = devcluster.batch.list_namespaced_job(
+                        cluster_namespace, label_selector=done
+                    ).items
+                    return len(jobs) == 2 and all(j.status.succeeded == 1 for j in jobs)
+
+                devcluster.wait_for(finished, timeout=60, desc="the Jobs to finish")
+                time.sleep(1)
+                restarted_at.append(time.monotonic())
+                server.start()
+            except BaseException as error:  # reported by the test body
+                problems.append(error)
+
+        def note(progress: Progress) -> None:
+            if progress.phase is Phase.RUNNING:
+                running.set()
+
+        try:
+            async with open_backend(flavour, server.kubeconfig) as native:
+                js = manifest("outage", crjob("w", 2, run="3"))
+                sub = await native.submit(js, namespace=cluster_namespace)
+                thread = threading.Thread(target=outage, daemon=True)
+                thread.start()
+                outcome = await native.wait(sub.handle, timeout=150, on_progress=note)
+                thread.join(30)
+                returned_at = time.monotonic()
+        finally:
+            server.stop()
+        assert not problems, problems
+        assert restarted_at and returned_at > restarted_at[0]
+        assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 2)
+
+    async def test_forced_410_relists(self, cluster_namespace: str, devcluster: Any) -> None:
+        # resourceVersion 1 is far older than the watch cache keeps: the server answers 410
+        # Gone at once, the informers list again, and the run is still followed.
+        settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+        async with Client(settings) as client:
+            observer = Observer(client, scope="run")
+            run = Run(observer)
+            js = manifest("stale", crjob("w", never_finish="true"))
+            sub = await run.submit(js, namespace=cluster_namespace, backend="native")
+            target = run.backend("native").target(sub.handle, since="1")
+            started = time.monotonic()
+            async with observer.track(target) as tracked:
+                while not tracked.observation().synced or not tracked.observation().jobs:
+                    await tracked.changed(10)
+                    assert time.monotonic() - started < 20
+                stats = observer.stats()
+            await observer.aclose()
+        assert stats["relists"] >= 1, stats
