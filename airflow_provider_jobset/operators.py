@@ -340,6 +340,7 @@ class JobSetOperator(BaseOperator):
                 on_log=self._log_line,
                 submission=submission,
             )
+            self.log.info("%s", verdict.message)  # at once: the finish may take a while
             return submission, await self._finish(run, submission.handle, verdict)
 
         submission, finished = self._in_core(run_here)
@@ -495,8 +496,8 @@ class JobSetOperator(BaseOperator):
                 verdict.name,
                 self.delete_policy,
             )
-        if verdict.ok:
-            self.log.info("%s; result: %r", verdict.message, verdict.result)
+        if verdict.ok:  # its message was said when it came (here, or by the trigger)
+            self.log.info("result: %r", verdict.result)
             return verdict.result
         error = error_for(verdict) or JobSetGone(verdict)
         if isinstance(error, NEVER_RETRIED):

@@ -149,20 +149,24 @@ class JobSetSensor(BaseSensorOperator):
         from jobset_core.lifecycle import WaitRules, error_for
 
         ends = time.time() + wait
+        until = frozenset(Phase(p) for p in self.target_phases)
         while True:
             seen: list[tuple[Handle, Outcome]] = []
             for handle in await self._handles(run, namespace):
                 try:
-                    seen.append((handle, (await run.status(handle))[0]))
+                    outcome, verdict = await run.look(handle, WaitRules(until=until))
                 except JobSetGone:
                     continue
+                if verdict is not None:  # the judge's words, as every other way says them
+                    self.log.info("%s", verdict.message)
+                seen.append((handle, outcome))
             state = sensor_state([o for _, o in seen], self.target_phases)
             first = next((h for h, o in seen if o is state.waiting), None)
             if state.kind != "waiting" or first is None or time.time() >= ends:
                 return state, first
-            until = frozenset(Phase(p) for p in self.target_phases)
             verdict = await run.wait(first, deadline=ends, rules=WaitRules(until=until))
-            self.log.info("%s", verdict.message)
+            if verdict.kind != "timeout":  # a poke's own time being up says nothing
+                self.log.info("%s", verdict.message)
             if verdict.kind in ("creation_failed", "gone"):
                 # It can never reach a target phase now: end the sensor as the operator would.
                 raise error_for(verdict) or RuntimeError(verdict.message)

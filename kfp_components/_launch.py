@@ -143,11 +143,11 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
                 on_progress=lambda event: say(event.line()),
                 logs=request.logs,
                 on_log=log,
+                on_verdict=lambda verdict: say(verdict.message),  # at once, before the finish
             )
     except asyncio.CancelledError:
         raise Terminated(current[-1] if current else None) from None
     verdict = finished.verdict
-    say(verdict.message)
     for pod, text in sorted(finished.pod_logs.items()):
         say(f"--- last lines of failed pod {pod} ---\n{text.rstrip()}")
     for problem in finished.problems:

@@ -45,7 +45,7 @@ from jobset_core.cli._base import (
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Handle, LogLine, Run
+    from jobset_core.lifecycle import Handle, LogLine, Run, Verdict
     from jobset_core.models import JobSet
     from jobset_core.outcome import Outcome
 
@@ -239,6 +239,12 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
     def log(line: LogLine) -> None:
         _say(streams.out, f"log: {line.text}")
 
+    def judged(verdict: Verdict) -> None:  # said at once: the finish may take a while
+        if verdict.kind in ("completed", "failed"):
+            for line in _summary(verdict.outcome) if verdict.outcome is not None else []:
+                _say(streams.out, line)
+        _say(streams.out if verdict.ok else streams.err, f"jobsetctl run: {verdict.message}")
+
     deadline = None if args.timeout is None else time.time() + args.timeout
     async with _session(args) as run:
         finished = await run.execute(
@@ -255,12 +261,9 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
             on_progress=lambda p: _say(streams.out, p.line()),
             logs=LogTarget() if args.follow_logs else None,
             on_log=log,
+            on_verdict=judged,
         )
     verdict = finished.verdict
-    if verdict.kind in ("completed", "failed"):
-        for line in _summary(verdict.outcome) if verdict.outcome is not None else []:
-            _say(streams.out, line)
-    _say(streams.out if verdict.ok else streams.err, f"jobsetctl run: {verdict.message}")
     for pod, text in sorted(finished.pod_logs.items()):
         _say(streams.err, f"--- failed pod {pod} (last lines)")
         streams.err.write(text if text.endswith("\n") or not text else text + "\n")

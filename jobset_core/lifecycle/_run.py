@@ -446,8 +446,12 @@ class Run:
         on_progress: ProgressCallback | None = None,
         logs: LogTarget | None = None,
         on_log: LogSink | None = None,
+        on_verdict: Callable[[Verdict], None] | None = None,
     ) -> Finished:
         """Submit (or adopt), wait and finish, in this process.
+
+        ``on_verdict`` hears the verdict the moment the judge gives it, before the finish
+        (failed pods' logs, the delete policy) that may take a while.
 
         Cancelled (the task killed, SIGTERM, Ctrl-C): one DELETE of the run when
         ``cancel_on_kill``, then the cancellation goes on.
@@ -481,6 +485,8 @@ class Run:
                 with contextlib.suppress(JobSetError):
                     await self.cancel(handle)
             raise
+        if on_verdict is not None:
+            on_verdict(verdict)
         return await self.finish(
             handle,
             verdict,
@@ -573,19 +579,37 @@ class Run:
         Raises:
             JobSetGone: the run does not exist (or is a namesake with another UID).
         """
+        outcome, _, status = await self._look(handle, None)
+        return outcome, status
+
+    async def look(
+        self, handle: Handle, rules: WaitRules | None = None
+    ) -> tuple[Outcome, Verdict | None]:
+        """One look at the run (no watch): its outcome, and the verdict a wait with ``rules``
+        would give right now (``None`` while it would go on waiting).
+
+        Raises:
+            JobSetGone: the run does not exist (or is a namesake with another UID).
+        """
+        outcome, verdict, _ = await self._look(handle, rules)
+        return outcome, verdict
+
+    async def _look(
+        self, handle: Handle, rules: WaitRules | None
+    ) -> tuple[Outcome, Verdict | None, JobSetStatus]:
         backend = self.backend(handle.backend)
         observation = await self.observer.snapshot(backend.target(handle))
-        step = Judge(handle).step(observation)
-        if step.verdict is not None and step.verdict.kind == "gone":
+        verdict = Judge(handle, rules).step(observation).verdict
+        if verdict is not None and verdict.kind == "gone":
             from jobset_core.errors import JobSetGone
 
-            raise JobSetGone(step.verdict)
+            raise JobSetGone(verdict)
         jobset = head_jobset(handle, observation)
         assert jobset is not None
         outcome = common.build_outcome(jobset, handle.backend)
         if outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": run_result(jobset, observation.pods)})
-        return outcome, backend.status_of(observation)
+        return outcome, verdict, backend.status_of(observation)
 
 
 def _cleaning_up(handle: Handle, verdict: Verdict, moved: Pass) -> bool:
