@@ -183,9 +183,7 @@ def exit_codes_page(root: Path = ROOT) -> str:
         "|---|---|---|",
     ]
     for name, value, _ in launcher:
-        raised = ", ".join(
-            f"[`{e}`](../troubleshooting.md#{e})" for e in errors.get(name, [])
-        )
+        raised = ", ".join(f"[`{e}`](../troubleshooting.md#{e})" for e in errors.get(name, []))
         lines.append(f"| {value} | `{name}` | {raised or '-'} |")
     lines += [
         "",
@@ -196,7 +194,9 @@ def exit_codes_page(root: Path = ROOT) -> str:
 
 # --------------------------------------------------------------------------- devcluster
 
-_ANNOTATION_ROW = re.compile(r"^\| `(?P<key>devcluster/[a-z-]+)(?P<rest>[^`]*)` \|(?P<effect>.*)\|$")
+_ANNOTATION_ROW = re.compile(
+    r"^\| `(?P<key>devcluster/[a-z-]+)(?P<rest>[^`]*)` \|(?P<effect>.*)\|$"
+)
 _USED = re.compile(r"devcluster/[a-z][a-z-]*")
 
 
@@ -270,7 +270,9 @@ def locked_versions(lock: str) -> dict[str, str]:
 def matrix_locks(root: Path = ROOT) -> list[Path]:
     """The environments of the test matrix: the main sides and one per older minor."""
     req = root / "requirements"
-    older = sorted(req.glob("airflow-3.*.txt"), key=lambda p: [int(x) for x in p.stem[8:].split(".")])
+    older = sorted(
+        req.glob("airflow-3.*.txt"), key=lambda p: [int(x) for x in p.stem[8:].split(".")]
+    )
     return [req / "airflow.txt", *older, req / "kfp.txt"]
 
 
@@ -321,7 +323,7 @@ def matrix_page(root: Path = ROOT) -> str:
     for lock in matrix_locks(root):
         pins = locked_versions(lock.read_text())
         cells = [f"`{lock.stem}`"]
-        cells += [pins.get(pkg, "–") for pkg, _ in MATRIX_PACKAGES]
+        cells += [pins.get(pkg, "-") for pkg, _ in MATRIX_PACKAGES]
         cells.append(_what_runs(lock.stem))
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
@@ -346,10 +348,10 @@ def matrix_page(root: Path = ROOT) -> str:
 # --------------------------------------------------------------------------- mkdocs hook
 
 PAGES = {
-    "reference/cli.md": lambda: cli_page(),
-    "reference/exit-codes.md": lambda: exit_codes_page(),
-    "reference/devcluster.md": lambda: devcluster_page(),
-    "reference/matrix.md": lambda: matrix_page(),
+    "reference/cli.md": cli_page,
+    "reference/exit-codes.md": exit_codes_page,
+    "reference/devcluster.md": devcluster_page,
+    "reference/matrix.md": matrix_page,
 }
 
 

@@ -1,6 +1,6 @@
 """The Airflow version switches of ``_compat`` take the right path on the installed Airflow.
 
-Run on every minor of the matrix (``airflow_matrix``): 3.0–3.2 have no task state store, no
+Run on every minor of the matrix (``airflow_matrix``): 3.0 to 3.2 have no task state store, no
 trigger ``on_kill`` and no retry policies, and some imports live elsewhere; 3.3 has all of it.
 The cluster tests of the same marker prove the behaviour on each minor (a restart becomes a
 retry that reattaches by name and identity labels alone before 3.3).
@@ -85,3 +85,32 @@ def test_exceptions_are_the_ones_airflow_acts_on() -> None:
 
     assert issubclass(JobSetFailed, AirflowFailException)
     assert _compat.AirflowFailException is AirflowFailException
+
+
+class _TI:
+    task_id = "t"
+
+    def __init__(self, try_number: int, deferred_in: int | None) -> None:
+        self.try_number = try_number
+        self.deferred_in = deferred_in
+
+    def xcom_pull(self, task_ids: str, key: str) -> int | None:
+        assert (task_ids, key) == ("t", _compat.DEFERRED_IN_TRY)
+        return self.deferred_in
+
+
+def test_a_retry_never_resumes_the_earlier_tries_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Airflow 3.0 hands a retried task the trigger event of the try before it
+    # (apache/airflow#56704); the operator must then run execute (and reattach) instead.
+    op = JobSetOperator(task_id="t", jobset=JOBSET)
+    calls: list[str] = []
+    monkeypatch.setattr(op, "execute", lambda context: calls.append("execute"))
+    monkeypatch.setattr(
+        op, "execute_complete", lambda context, event=None: calls.append("execute_complete")
+    )
+    if not _compat.STALE_RESUME_ON_RETRY:
+        assert _compat.BaseOperator.__module__.startswith("airflow.")
+        return
+    op.resume_execution("execute_complete", {"event": {}}, {"ti": _TI(2, deferred_in=1)})
+    op.resume_execution("execute_complete", {"event": {}}, {"ti": _TI(2, deferred_in=2)})
+    assert calls == ["execute", "execute_complete"]
