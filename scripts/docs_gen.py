@@ -135,6 +135,25 @@ def _constants(source: str) -> list[tuple[str, int, str]]:
     return out
 
 
+#: The anchor prefix of an error class's entry on the Troubleshooting page, by package.
+ANCHOR_PREFIX = {"jobset_core": "", "airflow_provider_jobset": "airflow-", "kfp_components": "kfp-"}
+
+
+def error_anchor(module: str, name: str) -> str:
+    """The Troubleshooting anchor of error class ``name`` defined in ``module``."""
+    return ANCHOR_PREFIX[module.split(".", maxsplit=1)[0]] + name
+
+
+def defined_in(source: str, name: str, module: str) -> str:
+    """Where ``name`` used in a module comes from (its ``from X import name``), else there."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and any(
+            (a.asname or a.name) == name for a in node.names
+        ):
+            return node.module or module
+    return module
+
+
 def _error_table(source: str, function: str) -> dict[str, list[str]]:
     """The ``(ErrorClass, EXIT_NAME)`` pairs of the table in ``function``."""
     tree = ast.parse(source)
@@ -183,7 +202,11 @@ def exit_codes_page(root: Path = ROOT) -> str:
         "|---|---|---|",
     ]
     for name, value, _ in launcher:
-        raised = ", ".join(f"[`{e}`](../troubleshooting.md#{e})" for e in errors.get(name, []))
+        raised = ", ".join(
+            f"[`{e}`](../troubleshooting.md#"
+            f"{error_anchor(defined_in(launcher_src, e, 'kfp_components.launcher'), e)})"
+            for e in errors.get(name, [])
+        )
         lines.append(f"| {value} | `{name}` | {raised or '-'} |")
     lines += [
         "",
