@@ -187,13 +187,11 @@ def exit_codes_page(root: Path = ROOT) -> str:
         "",
         "## `jobsetctl`",
         "",
-        "| code | constant | commands and meaning |",
-        "|---|---|---|",
     ]
-    comment = ""
     for name, value, text in cli:
-        comment = text or comment
-        lines.append(f"| {value} | `{name}` | {_cell(comment)} |")
+        if text:  # a new group: the comment above its first constant says what they mean
+            lines += ["", text.replace("``", "`"), "", "| code | constant |", "|---|---|"]
+        lines.append(f"| {value} | `{name}` |")
     lines += [
         "",
         "## KFP launcher (`python -m kfp_components.launcher`, the component steps)",
@@ -299,13 +297,14 @@ def matrix_locks(root: Path = ROOT) -> list[Path]:
     return [req / "airflow.txt", *older, req / "kfp.txt"]
 
 
-def matrix_tests(root: Path = ROOT) -> list[str]:
-    """``file::test`` of every test carrying the ``airflow_matrix`` marker."""
+def matrix_tests(root: Path = ROOT) -> list[tuple[str, bool]]:
+    """(``file::test``, needs the cluster) of every test carrying the ``airflow_matrix``
+    marker."""
     found = []
     for path in sorted((root / "tests/airflow").glob("test_*.py")):
         tree = ast.parse(path.read_text())
-        module_marked = any(
-            MATRIX_MARKER in ast.unparse(node)
+        module_marks = " ".join(
+            ast.unparse(node)
             for node in tree.body
             if isinstance(node, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
@@ -314,9 +313,9 @@ def matrix_tests(root: Path = ROOT) -> list[str]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
                 "test"
             ):
-                marked = any(MATRIX_MARKER in ast.unparse(d) for d in node.decorator_list)
-                if marked or module_marked:
-                    found.append(f"{path.relative_to(root)}::{node.name}")
+                marks = module_marks + " ".join(ast.unparse(d) for d in node.decorator_list)
+                if MATRIX_MARKER in marks:
+                    found.append((f"{path.relative_to(root)}::{node.name}", "cluster" in marks))
     return found
 
 
@@ -337,8 +336,9 @@ def matrix_page(root: Path = ROOT) -> str:
         "Generated from the lock files in `requirements/`: each row is one Python environment",
         "(`scripts/venv.sh <name>`) that `make test` builds and runs, on Python 3.11, against",
         "the devcluster (Kubernetes v1.36, JobSet v0.12.0). Every Airflow 3 minor the package",
-        "accepts (`apache-airflow>=3.0,<4`) has a row; the older minors use the newest patch",
-        "of that minor and the newest providers that accept it.",
+        "accepts (`apache-airflow>=3.0,<4`) has a row. An older minor's row is its newest patch",
+        "with PyPI as it was on that patch's release day, as Airflow's constraints for it pin",
+        "(`scripts/lock.sh`), except for packages this one needs newer.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -355,10 +355,13 @@ def matrix_page(root: Path = ROOT) -> str:
         "",
         "Controller backend, worker and deferrable mode: success, a terminal failure never",
         "retried, a restart that becomes a retry, a SIGKILLed worker whose next try reattaches,",
-        "and a kill that deletes everything. Tests marked `airflow_matrix`:",
+        "and a kill that deletes everything (tests marked `airflow_matrix` and `cluster`):",
         "",
     ]
-    lines += [f"- `{t}`" for t in matrix_tests(root)]
+    tests = matrix_tests(root)
+    lines += [f"- `{t}`" for t, cluster in tests if cluster]
+    lines += ["", "Version-specific unit tests marked `airflow_matrix`:", ""]
+    lines += [f"- `{t}`" for t, cluster in tests if not cluster]
     lines += [
         "",
         "Before Airflow 3.3 the provider runs without the task state store, the trigger's",
