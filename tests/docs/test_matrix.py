@@ -4,25 +4,18 @@ a lock without the claim, fails here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
+from tests.docs._docs_gen import docs_gen
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _docs_gen():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("docs_gen", ROOT / "scripts/docs_gen.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_claimed_airflow_minor_has_a_locked_environment() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     low, high = re.search(r'"apache-airflow>=(\d+\.\d+),<(\d+)"', pyproject).groups()  # type: ignore[union-attr]
-    gen = _docs_gen()
+    gen = docs_gen()
     locked = {}
     for lock in gen.matrix_locks(ROOT):
         version = gen.locked_versions(lock.read_text()).get("apache-airflow")
@@ -45,7 +38,7 @@ def test_the_matrix_script_runs_every_lock() -> None:
 
 
 def test_the_matrix_page_lists_every_environment() -> None:
-    gen = _docs_gen()
+    gen = docs_gen()
     page = gen.matrix_page(ROOT)
     for lock in gen.matrix_locks(ROOT):
         assert f"| `{lock.stem}` |" in page

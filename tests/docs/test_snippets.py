@@ -133,6 +133,20 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+def _run_ok(where: str, cmd: list[str], tmp_path: Path) -> None:
+    """Run a snippet from the repository root, as a reader would; it must succeed."""
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{where}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+
+
 def _needs(page: str) -> set[str]:
     code = "\n".join(b.body for b in _by_page("python")[page])
     imported = set(re.findall(r"^\s*(?:from|import) (\w+)", code, re.M))
@@ -154,30 +168,14 @@ def test_python_snippets_run(page: str, tmp_path: Path) -> None:
     script = tmp_path / "snippets.py"
     code = "\n\n".join(f"# --- {b.where}\n{b.body}" for b in _by_page("python")[page])
     script.write_text(code)
-    proc = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning:__main__", str(script)],
-        cwd=ROOT,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    _run_ok(
+        page, [sys.executable, "-W", "error::DeprecationWarning:__main__", str(script)], tmp_path
     )
-    assert proc.returncode == 0, f"{page}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
 
 
 @pytest.mark.parametrize("block", _code("bash"), ids=lambda b: b.where)
 def test_bash_snippets_run(block: Block, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.body],
-        cwd=ROOT,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, f"{block.where}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    _run_ok(block.where, ["bash", "-euo", "pipefail", "-c", block.body], tmp_path)
 
 
 @pytest.mark.parametrize("block", _code("yaml") + _code("json"), ids=lambda b: b.where)

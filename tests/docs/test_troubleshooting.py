@@ -7,22 +7,15 @@ Read from the source (no imports), so it runs in any environment.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from pathlib import Path
+
+from tests.docs._docs_gen import docs_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "troubleshooting.md"
 PACKAGES = ("jobset_core", "airflow_provider_jobset", "kfp_components")
 _BASES = {"Exception", "BaseException", "ValueError", "Warning", "UserWarning"}
-
-
-def _docs_gen():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("docs_gen", ROOT / "scripts/docs_gen.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def error_classes() -> set[tuple[str, str]]:
@@ -64,7 +57,7 @@ def anchors() -> set[str]:
 
 
 def test_every_error_class_has_an_entry() -> None:
-    gen = _docs_gen()
+    gen = docs_gen()
     wanted = {gen.error_anchor(module, name) for module, name in error_classes()}
     documented = {a for a in anchors() if not a.startswith("reason-")}
     assert not wanted - documented, f"no Troubleshooting entry for {sorted(wanted - documented)}"
