@@ -14,6 +14,8 @@ help:
 	@echo "make demo       bring up the devcluster (building it if needed) and run the main job"
 	@echo "make test-unit  fast tests that need no cluster"
 	@echo "make lint       ruff, mypy --strict on jobset_core, import-linter contracts"
+	@echo "make docs       build the documentation site into site/ (mkdocs --strict)"
+	@echo "make test-matrix  the Airflow adapter on every older Airflow 3 minor (devcluster)"
 	@echo "make cluster-up / cluster-down / cluster-status"
 
 venvs:
@@ -38,6 +40,16 @@ test-unit: venvs
 
 demo: venvs
 	@scripts/demo.sh
+
+.PHONY: docs test-matrix
+
+# -q would hide the warnings that --strict counts: keep the log level.
+docs:
+	@scripts/venv.sh docs
+	@NO_MKDOCS_2_WARNING=1 .venv/docs/bin/mkdocs build --strict --site-dir site
+
+test-matrix:
+	@scripts/matrix.sh
 
 clean:
 	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["__version__", "get_provider_info"]
 
-__version__ = "0.1.0"
+from jobset_core._version import __version__
 
 
 def get_provider_info() -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from jobset_core._version import __version__
 from jobset_core.builders import jax_multislice, leader_workers, pytorch_ddp
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import (
@@ -57,8 +58,6 @@ __all__ = [
     "validate",
     "with_defaults",
 ]
-
-__version__ = "0.1.0"
 
 _LAZY = {"Handle": "jobset_core.backends._base", "Submission": "jobset_core.backends._base"}
 

@@ -100,7 +100,7 @@ def leader_workers(
     Returns:
         The JobSet.
 
-    Example:
+    Examples:
         >>> js = leader_workers(
         ...     "demo", "python:3.12", workers=2,
         ...     leader_command=["python", "-m", "http.server", "8000"],
@@ -235,7 +235,7 @@ def pytorch_ddp(
     Returns:
         The JobSet.
 
-    Example:
+    Examples:
         >>> js = pytorch_ddp(
         ...     "ddp", "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", ["train.py"],
         ...     nodes=4, procs_per_node=8, gpus_per_node=8, max_restarts=3,
@@ -372,7 +372,7 @@ def jax_multislice(
     Returns:
         The JobSet.
 
-    Example:
+    Examples:
         >>> js = jax_multislice(
         ...     "v6e", "us-docker.pkg.dev/cloud-tpu-images/jax-ai-image/tpu:latest",
         ...     ["python3", "train.py"], slices=2, hosts_per_slice=4,

@@ -18,10 +18,12 @@ from kfp import dsl
 from kfp.dsl import Metrics, Output, PipelineTask, TaskConfig
 from kfp.dsl.python_component import PythonComponent
 
+from jobset_core._version import __version__
+
 __all__ = ["LAUNCHER_IMAGE", "cleanup_jobsets", "launch_jobset"]
 
 #: The launcher image the components run in (override per task with ``set_container_image``).
-LAUNCHER_IMAGE = "ghcr.io/airflow-provider-jobset/kfp-launcher:0.1.0-python3.11"
+LAUNCHER_IMAGE = f"ghcr.io/airflow-provider-jobset/kfp-launcher:{__version__}-python3.11"
 
 #: The task identity, as KFP placeholders (resolved when passed to a task).
 IDENTITY_ARGUMENTS = {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: lint, build the devcluster (cached), start it, run both environments' suites,
-# and stop the cluster again whatever happened. Exit status: non-zero if anything failed.
+# the docs site build, the release (wheel, sdist, install) and the Airflow matrix (every older
+# Airflow 3 minor), and stop the cluster again whatever happened. Exit status: non-zero if
+# anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -26,10 +28,20 @@ run_pytest() {
   [ $rc -eq 0 ] || status=1
 }
 
-# The core's cluster tests run once (both sides use the same kubernetes_asyncio); its pure
+# The core's cluster tests run once (both sides share the core's one client); its pure
 # tests run on both sides, since validation reads the batch/v1 schema of each side's client.
-run_pytest airflow tests/core tests/cluster tests/airflow
-run_pytest kfp tests/kfp tests/core -m "kfp or not cluster"
+run_pytest airflow tests/core tests/cluster tests/airflow tests/docs
+run_pytest kfp tests/kfp tests/core tests/docs -m "kfp or not cluster"
+
+step "docs site (mkdocs build --strict)"
+make --no-print-directory docs || status=1
+
+step "release: build, install the wheel from Airflow's constraints, the launcher's contents"
+scripts/venv.sh docs || status=1
+run_pytest docs tests/release
+
+step "Airflow matrix (older minors)"
+scripts/matrix.sh || status=1
 
 step "result"
 if [ $status -eq 0 ]; then echo "make test: all green"; else echo "make test: FAILED"; fi

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Prepare one side's Python environment: .venv/<side> (airflow | kfp).
+# Prepare one side's Python environment: .venv/<side>, from requirements/<side>.txt.
+#
+# Sides: airflow (newest Airflow 3, lint tools), kfp (KFP pins kubernetes<31), docs (the docs
+# site and the release build), and one per older Airflow 3 minor of the test matrix
+# (airflow-3.0, airflow-3.1, airflow-3.2). scripts/lock.sh re-resolves a lock.
 #
 # The environment is rebuilt only when its inputs change: the lock file of the side,
 # pyproject.toml, the Python version and the uv version are hashed into .venv/<side>/.stamp.
@@ -7,7 +11,7 @@
 # seconds. Everything comes from PyPI through the project's own files: nothing installed by
 # hand is assumed.
 set -euo pipefail
-side=${1:?usage: scripts/venv.sh airflow|kfp}
+side=${1:?usage: scripts/venv.sh airflow|kfp|docs|airflow-3.N}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset
 uv_version=0.13.8
@@ -23,6 +27,7 @@ if [ ! -x "$uv" ]; then
 fi
 
 lock=$root/requirements/$side.txt
+[ -f "$lock" ] || { echo "[venv] no lock file $lock" >&2; exit 2; }
 venv=$root/.venv/$side
 pyver=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
 key=$(cat "$lock" "$root/pyproject.toml" "$0" | sha256sum | cut -c1-16)-py$pyver-uv$uv_version

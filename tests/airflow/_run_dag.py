@@ -9,7 +9,10 @@ import sys
 
 
 def main(path: str, dag_id: str) -> None:
-    from airflow.dag_processing.dagbag import DagBag
+    try:  # Airflow 3.2+
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # 3.0, 3.1
+        from airflow.models.dagbag import DagBag
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.taskinstancehistory import TaskInstanceHistory
     from airflow.models.xcom import XComModel

@@ -55,7 +55,10 @@ async def _trigger_then_kill(trigger: Any) -> Any:
 
 
 def main(spec: dict[str, Any]) -> None:
-    from airflow.sdk.exceptions import TaskDeferred
+    try:  # Airflow 3.2+
+        from airflow.sdk.exceptions import TaskDeferred
+    except ImportError:  # 3.0, 3.1
+        from airflow.exceptions import TaskDeferred
 
     from airflow_provider_jobset.operators import JobSetOperator
 

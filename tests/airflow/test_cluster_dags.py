@@ -76,6 +76,7 @@ def xcom(task: dict[str, Any], key: str) -> Any:
     return task["xcom"].get(key)
 
 
+@pytest.mark.airflow_matrix
 @pytest.mark.parametrize("deferrable", [False, True], ids=["worker", "deferrable"])
 @pytest.mark.parametrize("backend", ["controller", "native"])
 def test_success_failure_and_restart_as_retry(  # noqa: PLR0917

@@ -48,6 +48,7 @@ def owned(devcluster: Any, namespace: str, backend: str) -> list[tuple[str, str]
     return [(m.metadata.name, m.metadata.uid) for m in maps]
 
 
+@pytest.mark.airflow_matrix
 @pytest.mark.parametrize("deferrable", [False, True], ids=["worker", "deferrable"])
 @pytest.mark.parametrize("backend", ["controller", "native"])
 def test_reattach_after_sigkill_never_duplicates(
@@ -105,6 +106,7 @@ def _leftovers(devcluster: Any, namespace: str) -> list[str]:
     return left
 
 
+@pytest.mark.airflow_matrix
 @pytest.mark.parametrize("deferrable", [False, True], ids=["worker-on_kill", "trigger-on_kill"])
 @pytest.mark.parametrize("backend", ["controller", "native"])
 def test_kill_deletes_everything(

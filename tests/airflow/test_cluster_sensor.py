@@ -69,7 +69,7 @@ def test_failed_jobset_fails_the_sensor(
 
 
 def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: Any) -> None:
-    from airflow.sdk.exceptions import TaskDeferred
+    from tests.airflow._airflow_compat import TaskDeferred
 
     devcluster.create_jobset(cluster_namespace, body("slow", {"devcluster/run-seconds": "8"}))
     sensor = JobSetSensor(

@@ -18,7 +18,7 @@ EXPECTED = {
 
 
 def test_examples_load_without_errors_or_warnings(airflow_db: Path) -> None:
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.airflow._airflow_compat import DagBag
 
     bag = DagBag(dag_folder=str(EXAMPLES))
     assert bag.import_errors == {}
@@ -27,7 +27,7 @@ def test_examples_load_without_errors_or_warnings(airflow_db: Path) -> None:
 
 
 def test_retraining_reads_the_training_result_from_xcom(airflow_db: Path) -> None:
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.airflow._airflow_compat import DagBag
 
     dag = DagBag(dag_folder=str(EXAMPLES / "scheduled_retraining.py")).dags["scheduled_retraining"]
     train = dag.get_task("train")
@@ -37,7 +37,7 @@ def test_retraining_reads_the_training_result_from_xcom(airflow_db: Path) -> Non
 
 
 def test_multislice_uses_exclusive_placement(airflow_db: Path) -> None:
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.airflow._airflow_compat import DagBag
 
     dag = DagBag(dag_folder=str(EXAMPLES / "jax_multislice.py")).dags["jax_multislice_pretraining"]
     jobset = dag.get_task("pretrain").jobset
@@ -48,7 +48,7 @@ def test_multislice_uses_exclusive_placement(airflow_db: Path) -> None:
 
 
 def test_leader_decides_success(airflow_db: Path) -> None:
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.airflow._airflow_compat import DagBag
 
     dag = DagBag(dag_folder=str(EXAMPLES / "leader_worker.py")).dags["leader_worker"]
     policy = dag.get_task("run").jobset.spec.success_policy

@@ -147,6 +147,7 @@ def test_dockerfile_builds_the_launcher_image_from_this_repository() -> None:
     assert sources, "no COPY lines"
     for source in sources:
         assert (ROOT / source).exists(), source
-    assert LAUNCHER_IMAGE in text
+    # The tag is the package's own (one version): the build command reads LAUNCHER_IMAGE.
+    assert "print(k.LAUNCHER_IMAGE)" in text and LAUNCHER_IMAGE.endswith("-python3.11")
     assert 'ENTRYPOINT ["python", "-m", "kfp_components.launcher"]' in text
     assert "python" in LAUNCHER_IMAGE.rsplit(":", 1)[1]  # kfp.local warns otherwise

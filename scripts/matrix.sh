@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The Airflow matrix: every older Airflow 3 minor the package accepts has a lock file
+# (requirements/airflow-3.N.txt, from scripts/lock.sh); for each, build its environment
+# (scripts/venv.sh, cached by hash) and run the Airflow adapter's unit tests and the cluster
+# subset marked airflow_matrix (controller backend, worker and deferrable mode: success, a
+# restart as a retry, a SIGKILLed worker reattaching, a kill that deletes). The newest minor is
+# the main airflow side, which runs everything. Up to MATRIX_JOBS minors (default: one per
+# core) run at the same time against the one devcluster (each test has its own namespace);
+# more than that only slows every one down past its timeouts on a small machine. Each
+# minor's output is shown at the end, in order.
+#
+# Used by scripts/test.sh and `make test-matrix`. Exit status: non-zero if any minor failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+locks=(requirements/airflow-3.*.txt)
+[ -e "${locks[0]}" ] || { echo "no matrix lock files in requirements/" >&2; exit 1; }
+
+started_cluster=0
+if [ -z "${DEVCLUSTER_KUBECONFIG:-}" ] && ! python3 tests/cluster/devcluster.py status >/dev/null 2>&1; then
+  make --no-print-directory cluster-up || exit 1
+  started_cluster=1
+fi
+logs=$(mktemp -d -t jobset-matrix-XXXXXX)
+cleanup() {
+  rm -rf "$logs"
+  if [ "$started_cluster" = 1 ]; then make --no-print-directory cluster-down || true; fi
+}
+trap cleanup EXIT
+
+sides=()
+for lock in "${locks[@]}"; do
+  side=$(basename "$lock" .txt)
+  sides+=("$side")
+  start=$(date +%s)
+  scripts/venv.sh "$side" || exit 1   # one at a time: they share uv's cache
+  echo "[matrix] .venv/$side: $(( $(date +%s) - start ))s"
+done
+
+jobs_max=${MATRIX_JOBS:-$(nproc)}
+pids=()
+for side in "${sides[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  (
+    py=.venv/$side/bin/python
+    rc=0
+    start=$(date +%s)
+    "$py" -m pytest -p no:cacheprovider -q -m "not cluster" tests/airflow || rc=1
+    unit=$(( $(date +%s) - start ))
+    "$py" -m pytest -p no:cacheprovider -q -m "airflow_matrix and cluster" -k controller \
+      tests/airflow || rc=1
+    echo "[matrix] $side: unit ${unit}s, cluster subset $(( $(date +%s) - start - unit ))s"
+    echo "$rc" > "$logs/$side.rc"
+  ) > "$logs/$side.log" 2>&1 &
+  pids+=($!)
+done
+
+status=0
+wait "${pids[@]}" 2>/dev/null
+for side in "${sides[@]}"; do
+  # A minor that wrote no exit code did not finish: that is a failure too.
+  [ "$(cat "$logs/$side.rc" 2>/dev/null)" = 0 ] || status=1
+  echo; echo "=== Airflow matrix: $side ==="
+  cat "$logs/$side.log"
+done
+exit $status

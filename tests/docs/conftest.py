@@ -1,0 +1,10 @@
+"""Docs tests import Airflow (the reference's docstring examples): give them a private
+``AIRFLOW_HOME`` (never the user's), set before anything imports Airflow."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="jobset-docs-airflow-home-")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"

@@ -1,0 +1,344 @@
+"""The release a user installs: ``python -m build`` makes a wheel and an sdist; the wheel goes
+(not editable) into a fresh environment built from Airflow's constraints for the locked Airflow
+version and runs a DAG on the devcluster; the KFP launcher image's contents, which cannot be
+built here (no container builder), are installed into a plain directory the way
+``kfp_components/Dockerfile`` installs them, and its entry point runs a JobSet.
+
+Runs in the ``docs`` environment (it has ``build`` and the setuptools the build uses, so the
+build needs no download). The installs use pip from PyPI, like a user; pip's cache makes a
+second run cheap.
+
+Airflow publishes its constraints file per release only on a site the build machines cannot
+reach; ``requirements/constraints/`` holds one rebuilt from PyPI the same way
+(``scripts/lock.sh constraints``). ``JOBSET_AIRFLOW_CONSTRAINTS`` (a path or URL) uses
+Airflow's own file instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.release]
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PYTHON = os.environ.get("PYTHON", "python3")
+#: What installing the package must never move away from Airflow's constraints. (Others may:
+#: the package needs common-compat >= 1.21, newer than 3.3.2's constraints pin.)
+NEVER_MOVES = ("apache-airflow", "apache-airflow-core", "apache-airflow-task-sdk")
+
+
+def _version() -> str:
+    tree = ast.parse((ROOT / "jobset_core/_version.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__version__":
+            return str(ast.literal_eval(node.value))
+    raise AssertionError("jobset_core/_version.py has no __version__")
+
+
+VERSION = _version()
+
+
+def _locked(package: str, lock: str = "airflow") -> str:
+    text = (ROOT / "requirements" / f"{lock}.txt").read_text()
+    match = re.search(rf"^{re.escape(package)}==(\S+)$", text, re.M)
+    assert match, f"{package} is not in requirements/{lock}.txt"
+    return match[1]
+
+
+def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)
+    assert proc.returncode == 0, (
+        f"{shlex.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    return proc
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``python -m build``: the sdist, then the wheel built from the sdist."""
+    out = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)])
+    return out
+
+
+def _wheel(dist: Path) -> Path:
+    (wheel,) = dist.glob("*.whl")
+    return wheel
+
+
+def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None:
+    names = sorted(p.name for p in dist.iterdir())
+    assert names == [
+        f"airflow_provider_jobset-{VERSION}-py3-none-any.whl",
+        f"airflow_provider_jobset-{VERSION}.tar.gz",
+    ]
+    with zipfile.ZipFile(_wheel(dist)) as wheel:
+        files = set(wheel.namelist())
+        info = f"airflow_provider_jobset-{VERSION}.dist-info"
+        metadata = wheel.read(f"{info}/METADATA").decode()
+        entry_points = wheel.read(f"{info}/entry_points.txt").decode()
+    for needed in (
+        "jobset_core/py.typed",
+        "airflow_provider_jobset/py.typed",
+        "kfp_components/py.typed",
+        "kfp_components/launch_jobset.yaml",
+        "kfp_components/cleanup_jobsets.yaml",
+        "kfp_components/rbac/jobset-launcher-controller.yaml",
+        "kfp_components/rbac/jobset-launcher-native.yaml",
+        "jobset_core/_version.py",
+    ):
+        assert needed in files, needed
+    assert not [f for f in files if f.startswith(("tests/", "examples/", "docs/", "scripts/"))]
+    assert f"Version: {VERSION}\n" in metadata
+    assert 'Requires-Dist: apache-airflow<4,>=3.0; extra == "airflow"' in metadata
+    assert "jobsetctl = jobset_core.cli:main" in entry_points
+    assert "provider_info = airflow_provider_jobset:get_provider_info" in entry_points
+    with tarfile.open(dist / f"airflow_provider_jobset-{VERSION}.tar.gz") as sdist:
+        members = {m.name.split("/", 1)[-1] for m in sdist.getmembers()}
+    assert {"pyproject.toml", "README.md", "CHANGELOG.md", "jobset_core/_version.py"} <= members
+
+
+def _constraints() -> str:
+    chosen = os.environ.get("JOBSET_AIRFLOW_CONSTRAINTS")
+    if chosen:
+        return chosen
+    airflow = _locked("apache-airflow")
+    path = ROOT / "requirements" / "constraints" / f"airflow-{airflow}-py3.11.txt"
+    assert path.exists(), f"no constraints for Airflow {airflow}: run scripts/lock.sh constraints"
+    return str(path)
+
+
+DAG = """
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_jobset.operators import JobSetOperator
+
+pod = {{
+    "metadata": {{"annotations": {{"devcluster/termination-message": '{{"installed": true}}'}}}},
+    "spec": {{"restartPolicy": "Never", "containers": [{{"name": "c", "image": "busybox"}}]}},
+}}
+with DAG("installed", schedule=None, start_date=datetime(2026, 1, 1)):
+    JobSetOperator(
+        task_id="run",
+        namespace={namespace!r},
+        jobset={{
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {{"name": "installed"}},
+            "spec": {{"replicatedJobs": [{{"name": "w", "template": {{"spec": {{
+                "backoffLimit": 0, "template": pod}}}}}}]}},
+        }},
+        deferrable={deferrable!r},
+    )
+"""
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(1500)
+def test_the_wheel_installs_from_airflows_constraints_and_runs_a_dag(
+    dist: Path, tmp_path: Path, cluster_namespace: str, devcluster: Any
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = _wheel(dist)
+    (wheels / wheel.name).write_bytes(wheel.read_bytes())
+    venv = tmp_path / "venv"
+    airflow = _locked("apache-airflow")
+    installed = _run(
+        ["bash", str(HERE / "install.sh"), str(venv), str(wheels), airflow, _constraints()]
+    )
+    moved = sorted(
+        ln.split()[1] for ln in installed.stdout.splitlines() if ln.startswith("moved: ")
+    )
+    # Airflow itself never moves; what else pip moved is shown in the test's output.
+    print("moved away from Airflow's constraints:", ", ".join(moved) or "nothing")
+    assert not {m.split("==")[0] for m in moved} & set(NEVER_MOVES), moved
+    py = str(venv / "bin" / "python")
+
+    home = tmp_path / "home"
+    dags = home / "dags"
+    dags.mkdir(parents=True)
+    kubeconfig = str(devcluster.kubeconfig)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHON"))},
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "KUBECONFIG": kubeconfig,
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(
+            {"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig}}
+        ),
+    }
+    where = _run(
+        [
+            py,
+            "-c",
+            "import airflow_provider_jobset as p, jobset_core as c; "
+            "print(p.__file__); print(c.__version__)",
+        ],
+        cwd=tmp_path,
+        env=env,
+    ).stdout.split()
+    assert where[0].startswith(str(venv)), f"imported from {where[0]}, not the installed wheel"
+    assert where[1] == VERSION
+    _run([py, "-m", "airflow", "db", "migrate"], cwd=tmp_path, env=env)
+    listed = _run(
+        [py, "-m", "airflow", "providers", "list", "--output", "json"], cwd=tmp_path, env=env
+    )
+    providers = json.loads(listed.stdout[listed.stdout.index("[{") :])
+    assert {"package_name": "airflow-provider-jobset", "version": VERSION}.items() <= next(
+        p for p in providers if p["package_name"] == "airflow-provider-jobset"
+    ).items()
+    assert _run([str(venv / "bin" / "jobsetctl"), "--version"], env=env).stdout.split() == [
+        "jobsetctl",
+        VERSION,
+    ]
+
+    for deferrable in (False, True):
+        dag_path = dags / "installed.py"
+        dag_path.write_text(DAG.format(namespace=cluster_namespace, deferrable=deferrable))
+        run = _run(
+            [py, str(ROOT / "tests/airflow/_run_dag.py"), str(dag_path), "installed"],
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
+        result = json.loads(run.stdout.splitlines()[-1])
+        assert result["state"] == "success", run.stdout[-3000:]
+        assert result["tasks"]["run"]["xcom"]["return_value"] == {"installed": True}
+
+
+def _dockerfile() -> tuple[str, str, list[str]]:
+    """The launcher image's install command, its import check and its entry point."""
+    text = (ROOT / "kfp_components/Dockerfile").read_text().replace("\\\n", " ")
+    install = check = ""
+    entrypoint: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("RUN pip install"):
+            install, _, rest = line[len("RUN ") :].partition("&&")
+            check = rest.strip()
+        if line.startswith("ENTRYPOINT"):
+            entrypoint = json.loads(line[len("ENTRYPOINT") :])
+    assert install and check.startswith("python -c") and entrypoint, "Dockerfile changed shape"
+    return install.strip(), check, entrypoint
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(900)
+def test_the_launcher_image_contents_run_a_step(
+    dist: Path, tmp_path: Path, cluster_namespace: str, devcluster: Any
+) -> None:
+    install, check, entrypoint = _dockerfile()
+    # The Dockerfile installs ".[kfp]" from the copied source with the KFP lock as
+    # constraints; here the same command installs the wheel into a plain directory.
+    args = shlex.split(install)
+    assert args[:2] == ["pip", "install"] and ".[kfp]" in args, install
+    args[args.index(".[kfp]")] = f"{_wheel(dist)}[kfp]"
+    base = tmp_path / "python"
+    _run([PYTHON, "-m", "venv", str(base)])
+    image = tmp_path / "image"
+    _run(
+        [str(base / "bin" / "python"), "-m", *args[:2], "--target", str(image), *args[2:]], cwd=ROOT
+    )
+    py = str(base / "bin" / "python")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+        "PYTHONPATH": str(image),
+        "KUBECONFIG": str(devcluster.kubeconfig),
+    }
+    # The image's own import check, then its entry point running a step for real.
+    _run([py, *shlex.split(check)[1:]], cwd=tmp_path, env=env)
+    jobset = tmp_path / "jobset.yaml"
+    jobset.write_text(
+        json.dumps(
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": "launcher"},
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "w",
+                            "template": {
+                                "spec": {
+                                    "backoffLimit": 0,
+                                    "template": {
+                                        "metadata": {
+                                            "annotations": {
+                                                "devcluster/termination-message": '{"image": "ok"}'
+                                            }
+                                        },
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "c", "image": "busybox"}],
+                                        },
+                                    },
+                                }
+                            },
+                        }
+                    ]
+                },
+            }
+        )
+    )
+    outputs = tmp_path / "outputs.json"
+    assert entrypoint[0] == "python"
+    _run(
+        [
+            py,
+            *entrypoint[1:],
+            "launch",
+            "--jobset",
+            str(jobset),
+            "--namespace",
+            cluster_namespace,
+            "--run-id",
+            "release-test",
+            "--task-name",
+            "train",
+            "--task-id",
+            "t-1",
+            "--delete-policy",
+            "always",
+            "--outputs",
+            str(outputs),
+        ],
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    written = json.loads(outputs.read_text())["outputs"]
+    imported = _run(
+        [py, "-c", "import kfp_components; print(kfp_components.__file__)"], cwd=tmp_path, env=env
+    ).stdout.strip()
+    assert imported.startswith(str(image)), imported
+    assert written["terminal_state"] == "Completed", written
+    assert written["result"] == {"image": "ok"}, written
+
+
+def test_changelog_follows_keep_a_changelog() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert "[Keep a Changelog](https://keepachangelog.com/" in text
+    releases = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert releases, "no release sections"
+    names = [name for name, _ in releases]
+    assert names[0] in ("Unreleased", VERSION), "the newest section is Unreleased or this version"
+    for name, date in releases:
+        assert name == "Unreleased" or (re.fullmatch(r"\d+\.\d+\.\d+", name) and date), name
+    kinds = set(re.findall(r"^### (\w+)$", text, re.M))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds
