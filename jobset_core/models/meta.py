@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from jobset_core.models._base import Bool, Int32, K8sModel, Str
 
@@ -41,6 +42,11 @@ class ObjectMeta(K8sModel):
     managed_fields: list[dict[str, Any]] | None = None
     self_link: Str | None = None
 
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _null_entry_is_empty(cls, value: Any) -> Any:
+        return _empty_for_null(value)
+
 
 class EmbeddedObjectMeta(K8sModel):
     """Metadata of an embedded template.
@@ -54,6 +60,18 @@ class EmbeddedObjectMeta(K8sModel):
     labels: dict[Str, Str] | None = None
     annotations: dict[Str, Str] | None = None
     finalizers: list[Str] | None = None
+
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _null_entry_is_empty(cls, value: Any) -> Any:
+        return _empty_for_null(value)
+
+
+def _empty_for_null(value: Any) -> Any:
+    # The API server decodes a null map entry as the empty string.
+    if isinstance(value, Mapping):
+        return {key: "" if item is None else item for key, item in value.items()}
+    return value
 
 
 class Condition(K8sModel):
