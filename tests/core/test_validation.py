@@ -899,8 +899,8 @@ CRD_CASES = [
         (
             (
                 f"{RJ1}.dependsOn[0].name",
-                "depends-on-order",
-                "replicatedJob: b cannot depend on replicatedJob: b",
+                "depends-on-self",
+                "replicatedJob: b cannot depend on itself",
             ),
         ),
         server_rejects=False,

@@ -998,19 +998,26 @@ def test_kubernetes_job_validation_agrees(
         ("1E-3", "0.001"),
         ("-1Gi", str(-(2**30))),
         (".5", "0.5"),
+        # Go's parser is more lenient than the regular expression in its error message:
+        ("Gi", "0"),
+        ("-", "0"),
+        (".", "0"),
+        ("1.", "1"),
+        (" 2Mi ", str(2 * 2**20)),
+        ("1e+16", "1e16"),
     ],
 )
 def test_parse_quantity(text: Any, value: str) -> None:
     from decimal import Decimal
 
-    from jobset_core.validation._resources import parse_quantity
+    from jobset_core.validation._quantity import parse_quantity
 
     assert parse_quantity(text) == Decimal(value)
 
 
-@pytest.mark.parametrize("text", ["1 GB", "Gi", "1.2.3", "", True, None, "1gi"])
+@pytest.mark.parametrize("text", ["1 GB", "1.2.3", "", " ", True, None, "1gi", "e", "1Kib"])
 def test_parse_quantity_rejects_malformed(text: Any) -> None:
-    from jobset_core.validation._resources import parse_quantity
+    from jobset_core.validation._quantity import parse_quantity
 
     assert parse_quantity(text) is None
 
