@@ -15,6 +15,7 @@ from jobset_core.models import JobSet
 from jobset_core.outcome import Outcome, Phase
 
 __all__ = [
+    "MAX_DERIVED_RETRIES",
     "DeletePolicy",
     "RetriesPlan",
     "Verdict",
@@ -79,6 +80,11 @@ def should_delete(policy: DeletePolicy, verdict: Verdict) -> bool:
     return policy == "on_success" and verdict.kind == "success"
 
 
+#: The most task retries derived from ``failurePolicy.maxRestarts`` (``retries`` set by the user
+#: is taken as it is): a larger maxRestarts is a sentinel for "many", not a plan of tries.
+MAX_DERIVED_RETRIES = 1000
+
+
 @dataclass(frozen=True)
 class RetriesPlan:
     """The task's retries, reconciled with the JobSet's restart budget.
@@ -112,6 +118,18 @@ def plan_retries(restarts: int | None, retries: int | None) -> RetriesPlan:
         retries: What the user set (``None``: nothing).
     """
     if retries is None:
+        if restarts is not None and restarts < 0:
+            return RetriesPlan(
+                0,
+                f"failurePolicy.maxRestarts={restarts} is below 0: the controller never "
+                "restarts the JobSet (as with 0), so the task gets retries=0",
+            )
+        if restarts is not None and restarts > MAX_DERIVED_RETRIES:
+            return RetriesPlan(
+                MAX_DERIVED_RETRIES,
+                f"failurePolicy.maxRestarts={restarts} would give as many task retries; the "
+                f"task gets retries={MAX_DERIVED_RETRIES} (set retries to allow more)",
+            )
         return RetriesPlan(restarts)
     if restarts is not None and retries < restarts:
         return RetriesPlan(
