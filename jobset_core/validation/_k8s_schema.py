@@ -49,6 +49,8 @@ Loc = tuple[str | int, ...]
 QUANTITY_FIELDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("V1EmptyDirVolumeSource", "size_limit"),
+        ("V1PersistentVolumeClaimStatus", "allocated_resources"),
+        ("V1PersistentVolumeClaimStatus", "capacity"),
         ("V1PodSpec", "overhead"),
         ("V1ResourceFieldSelector", "divisor"),
         ("V1ResourceRequirements", "limits"),
@@ -97,6 +99,7 @@ LIST_MAP_KEYS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("V1EphemeralContainer", "ports"): ("containerPort", "protocol"),
     ("V1EphemeralContainer", "volume_devices"): ("devicePath",),
     ("V1EphemeralContainer", "volume_mounts"): ("mountPath",),
+    ("V1PersistentVolumeClaimStatus", "conditions"): ("type",),
     ("V1PodFailurePolicyOnExitCodesRequirement", "values"): (),
     ("V1PodSpec", "containers"): ("name",),
     ("V1PodSpec", "ephemeral_containers"): ("name",),

@@ -1,8 +1,8 @@
 """Resource quantities as the API server reads them (``k8s.io/apimachinery/pkg/api/resource``).
 
 A port of ``Quantity.UnmarshalJSON`` / ``ParseQuantity`` / ``parseQuantityString``, which are
-more lenient than the regular expression quoted in their error message: surrounding whitespace
-is trimmed, a missing number is 0 (``"Ki"``, ``"-"`` and ``"."`` are zero), ``"1."`` is 1.
+more lenient than the regular expression quoted in their error message: surrounding spaces are
+trimmed, a missing number is 0 (``"Ki"``, ``"-"`` and ``"."`` are zero), ``"1."`` is 1.
 A JSON number is read from its text like a string. :func:`quantity_error` gives the server's
 error message, :func:`parse_quantity` the value.
 """
@@ -24,9 +24,11 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _SUFFIX_CHARS = "eEinumkKMGTP"
 _DIGITS = "0123456789"
-#: Go's ``strings.TrimSpace`` (Unicode White_Space).
+#: What ``strings.TrimSpace`` can trim in ``Quantity.UnmarshalJSON``: it sees the JSON text
+#: still escaped, and JSON encoders escape the ASCII control characters (``\t`` arrives as a
+#: backslash and a ``t``), so Unicode White_Space without them is left.
 _SPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680"
+    " \x85\xa0\u1680"
     + "".join(map(chr, range(0x2000, 0x200B)))
     + ("\u2028\u2029\u202f\u205f\u3000")
 )
