@@ -41,8 +41,9 @@ MAX_ALIAS_NODES = 10_000
 #: as Python data rather than text.
 MAX_NODES = 1_000_000
 
-#: Child Jobs :func:`jobset_core.render.render` (and ``jobsetctl render``) builds at most; the
-#: render of a JobSet with more is refused before any is built (about 2 KB of memory each).
+#: Child Jobs ``jobsetctl render`` builds at most (``render(..., max_jobs=...)``,
+#: :func:`jobset_core.render.check_job_count`); a JobSet with more is refused before any is
+#: built (a rendered Job takes about 2 KB of memory).
 MAX_RENDERED_JOBS = 10_000
 
 
@@ -61,7 +62,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_DEPTH", MAX_DEPTH, "levels", "nesting of mappings and lists in a document"),
     Limit("MAX_ALIAS_NODES", MAX_ALIAS_NODES, "nodes", "nodes YAML aliases add to a file"),
     Limit("MAX_NODES", MAX_NODES, "nodes", "nodes of a JobSet given as Python data"),
-    Limit("MAX_RENDERED_JOBS", MAX_RENDERED_JOBS, "Jobs", "child Jobs one render builds"),
+    Limit("MAX_RENDERED_JOBS", MAX_RENDERED_JOBS, "Jobs", "child Jobs `jobsetctl render` builds"),
 )
 
 

@@ -36,7 +36,7 @@ def render(
     owner: OwnerReference | Mapping[str, Any] | None = None,
     placement: Placement = "webhook",
     job_restart_attempts: Mapping[str, Sequence[int]] | None = None,
-    max_jobs: int | None = MAX_RENDERED_JOBS,
+    max_jobs: int | None = None,
 ) -> RenderedJobSet:
     """The headless Service and every child Job the upstream controller (v0.12.0) would create.
 
@@ -62,8 +62,8 @@ def render(
             (``status.replicatedJobsStatus[].jobRestarts``). Passing it mirrors a controller
             with the ``RestartJob`` feature gate on: Jobs get the ``job-restart-attempt``
             label (0 for a missing index). ``None`` (gate off) adds no such label.
-        max_jobs: Refuse, before building any, to render more child Jobs than this
-            (:data:`jobset_core.limits.MAX_RENDERED_JOBS` by default; ``None``: no limit).
+        max_jobs: Refuse, before building any, to render more child Jobs than this (``None``:
+            no limit; ``jobsetctl render`` passes :data:`jobset_core.limits.MAX_RENDERED_JOBS`).
 
     Raises:
         SpecError: The JobSet has no name, or more than ``max_jobs`` Jobs.
