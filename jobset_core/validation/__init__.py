@@ -17,8 +17,12 @@ are sorted by path (indexes compared as numbers).
 
 Rule ids:
 
+* input (whole-file problems of :func:`jobset_core.load_jobset`, within
+  :mod:`jobset_core.limits`): ``read``, ``file-size``, ``not-utf8``, ``yaml``, ``yaml-depth``,
+  ``yaml-aliases``, ``kind``; for Python data ``depth``, ``cycle``, ``too-many-nodes``;
 * model (as :func:`jobset_core.load_jobset` reports them): ``unknown-field`` and pydantic's
   error types (``literal_error``, ``missing``, ``greater_than_equal``, ...);
+* the target namespace (``validate(..., namespace=...)``): ``namespace-mismatch``;
 * JobSet (webhook, CRD): ``jobset-name``, ``namespace``, ``subdomain``, ``managed-by``,
   ``replicas``, ``pods-max-int32``, ``group-name``, ``job-name``, ``pod-name``,
   ``replicated-job-duplicate``, ``depends-on-first``, ``depends-on-order``,
@@ -28,10 +32,16 @@ Rule ids:
   ``failure-rule-name-unique``, ``failure-rule-target``, ``failure-rule-reason``,
   ``coordinator``, ``coordinator-label``, ``volume-claim-name``, ``volume-claim-unmounted``,
   ``volume-claim-conflict``, ``volume-claim-namespace``, ``volume-claim-max-items``, ``ttl``,
-  ``exclusive-topology``;
-* Kubernetes schema: ``unknown-field``, ``type``, ``required``, ``quantity``, ``duplicate``;
+  ``exclusive-topology``, ``depends-on-self``, ``replicated-job-name``;
+* Kubernetes schema: ``unknown-field``, ``type``, ``required``, ``quantity``, ``int-range``,
+  ``duplicate``;
 * Job: ``job-*`` (``job-indexed-completions``, ``job-restart-policy``, ...); pod template:
-  ``pod-*``, ``container-*``, ``label-key``, ``label-value``, ``annotation-key``.
+  ``pod-*``, ``container-*`` (``container-env`` for environment variables),
+  ``extended-resource-size``, ``label-key``, ``label-value``, ``annotation-key``,
+  ``annotations-size``.
+
+Where a rule rejects what the API server accepts, it is listed in
+:data:`.strictness.STRICTNESS`; ``docs/validation.md`` has the table and the input limits.
 """
 
 from __future__ import annotations

@@ -111,6 +111,6 @@ def strictness_markdown() -> str:
     lines = ["| rule (path) | we reject | upstream |", "|---|---|---|"]
     for item in STRICTNESS:
         rule = "any" if item.rule == "*" else f"`{item.rule}`"
-        where = f" at `{item.path}`" if item.path else ""
+        where = " at `{}`".format(item.path.replace("|", "\\|")) if item.path else ""
         lines.append(f"| {rule}{where} | {item.rejects} | {item.upstream} |")
     return "\n".join(lines) + "\n"
