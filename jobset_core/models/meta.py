@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
+
+# metav1.ObjectMeta's integers are int64 (the API server cannot decode a larger value).
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 from jobset_core.models._base import Bool, Int32, K8sModel, Str
 
@@ -31,10 +34,10 @@ class ObjectMeta(K8sModel):
     namespace: Str | None = None
     uid: Str | None = None
     resource_version: Str | None = None
-    generation: int | None = None
+    generation: Int64 | None = None
     creation_timestamp: Str | None = None
     deletion_timestamp: Str | None = None
-    deletion_grace_period_seconds: int | None = None
+    deletion_grace_period_seconds: Int64 | None = None
     labels: dict[Str, Str] | None = None
     annotations: dict[Str, Str] | None = None
     owner_references: list[OwnerReference] | None = None

@@ -16,7 +16,7 @@ from typing import Any
 
 from jobset_core.validation import _names
 from jobset_core.validation._common import Collector, Loc, as_list, as_map, as_str, unsupported
-from jobset_core.validation._quantity import parse_quantity
+from jobset_core.validation._quantity import quantity_string
 
 __all__ = ["check_env", "check_env_from", "env_var_name"]
 
@@ -164,10 +164,10 @@ def _check_resource_field_ref(out: Collector, ref: Mapping[str, Any], loc: Loc) 
         out.add((*loc, "resource"), "Required value", _RULE)
     elif resource not in _RESOURCE_PATHS and not resource.startswith(_HUGEPAGES_PREFIXES):
         out.add((*loc, "resource"), unsupported(resource, _RESOURCE_PATHS), _RULE)
-    divisor = parse_quantity(ref.get("divisor")) if ref.get("divisor") is not None else None
-    if divisor is None or divisor == 0:
+    # The API server compares the divisor's String(): its spelling, or its canonical form.
+    shown = quantity_string(ref.get("divisor")) if ref.get("divisor") is not None else None
+    if shown is None or shown == "0":
         return
-    shown = _canonical(divisor)
     if resource in ("limits.cpu", "requests.cpu"):
         if shown not in _CPU_DIVISORS:
             out.add(
@@ -190,14 +190,6 @@ def _check_resource_field_ref(out: Collector, ref: Mapping[str, Any], loc: Loc) 
             "resource",
             _RULE,
         )
-
-
-def _canonical(value: Any) -> str:
-    """The canonical spelling of the divisors we compare with (``1m``, ``1Ki``, ...)."""
-    for text in (*_CPU_DIVISORS, *_BYTE_DIVISORS):
-        if parse_quantity(text) == value:
-            return text
-    return str(value)
 
 
 def _check_key_selector(out: Collector, selector: Mapping[str, Any], loc: Loc) -> None:

@@ -3,16 +3,26 @@
 A port of ``Quantity.UnmarshalJSON`` / ``ParseQuantity`` / ``parseQuantityString``, which are
 more lenient than the regular expression quoted in their error message: surrounding spaces are
 trimmed, a missing number is 0 (``"Ki"``, ``"-"`` and ``"."`` are zero), ``"1."`` is 1.
-A JSON number is read from its text like a string. :func:`quantity_error` gives the server's
+A JSON number is read as the text Go gives it after decoding (``1e16`` is
+``10000000000000000``). :func:`quantity_error` gives the server's
 error message, :func:`parse_quantity` the value.
 """
 
 from __future__ import annotations
 
-from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
-from typing import Any
+import math
+from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    Context,
+    Decimal,
+    InvalidOperation,
+)
+from typing import Any, NamedTuple
 
-__all__ = ["QUANTITY_FORMAT_ERROR", "parse_quantity", "quantity_error"]
+__all__ = ["QUANTITY_FORMAT_ERROR", "parse_quantity", "quantity_error", "quantity_string"]
 
 _SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 #: ``ErrFormatWrong``, ``ErrSuffix`` and ``ErrNumeric``.
@@ -83,33 +93,64 @@ def _suffix(suffix: str) -> tuple[int, int] | None:
     return None
 
 
-def _parse(value: Any) -> tuple[Decimal | None, str]:
+def _go_number(value: float) -> str:
+    """The text Go gives a JSON number it has decoded and encodes again (the API server decodes
+    an object before the webhook and the validation see it): an integer that fits an int64 as
+    it is, anything else (``2.0`` too) as a float64 in ``encoding/json``'s shortest format."""
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return str(value)
+    number = float(value)
+    if not math.isfinite(number):
+        return repr(number)  # not JSON at all: the request fails before any quantity is read
+    size = abs(number)
+    if size == 0 or 1e-6 <= size < 1e21:
+        return format(Decimal(repr(number)).normalize(), "f")
+    text = repr(number)  # Go writes "1e-7" where Python writes "1e-07"
+    return text[:-2] + text[-1] if text[-4:-2] in ("e-", "e+") and text[-2] == "0" else text
+
+
+class _Parsed(NamedTuple):
+    text: str
+    num: str
+    denom: str
+    suffix: str
+    base: int
+    exponent: int
+    value: Decimal
+
+
+def _read(value: Any) -> _Parsed | str:
+    """The parts Go reads from a quantity, or its error message."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None, QUANTITY_FORMAT_ERROR
-    text = value if isinstance(value, str) else repr(value)
-    text = text.strip(_SPACE)
+        return QUANTITY_FORMAT_ERROR
+    text = value.strip(_SPACE) if isinstance(value, str) else _go_number(value)
     if not text:
-        return None, QUANTITY_FORMAT_ERROR
+        return QUANTITY_FORMAT_ERROR
     split = _split(text)
     if split is None:
-        return None, QUANTITY_FORMAT_ERROR
+        return QUANTITY_FORMAT_ERROR
     positive, numeric, num, denom, suffix = split
     interpreted = _suffix(suffix)
     if interpreted is None:
-        return None, _SUFFIX_ERROR
+        return _SUFFIX_ERROR
     base, exponent = interpreted
     if not _fast_path(base, exponent, num, denom):
         # Go parses the numeric text itself here, and fails where it has no digit.
         try:
             Decimal(numeric)
         except InvalidOperation:
-            return None, _NUMERIC_ERROR
+            return _NUMERIC_ERROR
     amount = Decimal(f"{num}.{denom}" if denom else num)
     if base == 2:
         amount = _CONTEXT.multiply(amount, _CONTEXT.power(2, exponent))
     else:
         amount = amount.scaleb(exponent, _CONTEXT)
-    return (amount if positive else -amount), ""
+    return _Parsed(text, num, denom, suffix, base, exponent, amount if positive else -amount)
+
+
+def _parse(value: Any) -> tuple[Decimal | None, str]:
+    parsed = _read(value)
+    return (None, parsed) if isinstance(parsed, str) else (parsed.value, "")
 
 
 def _fast_path(base: int, exponent: int, num: str, denom: str) -> bool:
@@ -131,3 +172,58 @@ def quantity_error(value: Any) -> str:
 def parse_quantity(value: Any) -> Decimal | None:
     """The value of a quantity (``"500m"``, ``"1Gi"``, ``2``); ``None`` if malformed."""
     return _parse(value)[0]
+
+
+_SI_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = {0: "", 10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
+
+
+def quantity_string(value: Any) -> str | None:
+    """``Quantity.String()`` of what the API server parses from ``value``: the spelling as
+    written when Go keeps it (a canonical-looking int64 value), else the canonical form
+    (``"1000m"`` is ``"1"``, ``"1024Ki"`` is ``"1Mi"``); ``None`` if malformed."""
+    parsed = _read(value)
+    if isinstance(parsed, str):
+        return None
+    if parsed.text == "0" or parsed.value == 0:
+        return "0"
+    kept = _kept_spelling(parsed)
+    if kept is not None:
+        return kept
+    binary = parsed.base == 2
+    if binary and (abs(parsed.value) < 1024 or parsed.value != parsed.value.to_integral_value()):
+        binary = False  # CanonicalizeBytes shows these as DecimalSI
+    if binary:
+        mantissa, power = int(parsed.value), 0
+        while mantissa % 1024 == 0:
+            mantissa, power = mantissa // 1024, power + 10
+        return f"{mantissa}{_BINARY_SUFFIXES.get(power, '')}"
+    # Round up to nano as ParseQuantity does, then a mantissa with an exponent of 3s.
+    nanos = int(
+        (parsed.value * 10**9).to_integral_value(
+            rounding=ROUND_CEILING if parsed.value > 0 else ROUND_FLOOR
+        )
+    )
+    mantissa, exponent = nanos, -9
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    shift = exponent % 3
+    mantissa, exponent = mantissa * 10**shift, exponent - shift
+    if parsed.base == 10 and parsed.suffix[:1] in ("e", "E"):
+        return f"{mantissa}" + (f"e{exponent}" if exponent else "")
+    return f"{mantissa}{_SI_SUFFIXES.get(exponent, f'e{exponent}')}"
+
+
+def _kept_spelling(parsed: _Parsed) -> str | None:
+    """ParseQuantity keeps the text (``Quantity.s``) on its int64 path when it is canonical."""
+    if not _fast_path(parsed.base, parsed.exponent, parsed.num, parsed.denom):
+        return None
+    digits = int(parsed.num + parsed.denom)
+    if parsed.base == 2:
+        if not -(2**63) <= digits * 2**parsed.exponent < 2**63:
+            return None
+        return parsed.text if parsed.exponent % 10 == 0 and digits & 7 else None
+    scale = parsed.exponent - len(parsed.denom)
+    shifted = parsed.num + parsed.denom
+    keep = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+    return parsed.text if keep else None

@@ -99,6 +99,24 @@ REGRESSIONS: tuple[Mutant, ...] = (
             ),
         ),
     ),
+    # A divisor is compared by the spelling Go keeps: "+1" is not "1".
+    Mutant(
+        "builder/jax-multislice",
+        (
+            Mutation(
+                "set",
+                (*_CTR0, "env"),
+                [
+                    {
+                        "name": "MY_VAR",
+                        "valueFrom": {
+                            "resourceFieldRef": {"resource": "limits.cpu", "divisor": "+1"}
+                        },
+                    }
+                ],
+            ),
+        ),
+    ),
     # A negative emptyDir.sizeLimit; a quantity Go reads as zero ("Ki") is fine.
     Mutant(
         _LW,

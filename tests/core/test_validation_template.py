@@ -308,6 +308,18 @@ JOB_CASES = [
                     },
                     {"name": "ok2", "valueFrom": {"fieldRef": {"fieldPath": "spec.host"}}},
                     {
+                        "name": "N",
+                        "valueFrom": {
+                            "resourceFieldRef": {"resource": "limits.cpu", "divisor": "+1"}
+                        },
+                    },
+                    {
+                        "name": "ok4",
+                        "valueFrom": {
+                            "resourceFieldRef": {"resource": "requests.cpu", "divisor": "1000m"}
+                        },
+                    },
+                    {
                         "name": "ok3",
                         "valueFrom": {
                             "resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}
@@ -373,6 +385,12 @@ JOB_CASES = [
             (f"{C0}.env[11].valueFrom.fieldRef", "container-env", "name part must consist of"),
             (
                 f"{C0}.env[12].valueFrom.resourceFieldRef.divisor",
+                "container-env",
+                "only divisor's values 1m and 1",
+            ),
+            # "+1" is 1, but the server compares the spelling Go keeps.
+            (
+                f"{C0}.env[15].valueFrom.resourceFieldRef.divisor",
                 "container-env",
                 "only divisor's values 1m and 1",
             ),
@@ -1475,3 +1493,25 @@ def test_quantity_parsing_agrees_with_the_server(devcluster: Any, cluster_namesp
         if rejected != bool(quantity_error(spelling)):
             disagree.append((spelling, quantity_error(spelling), reason[:200]))
     assert not disagree
+
+
+@pytest.mark.cluster
+def test_quantity_strings_agree_with_the_server(devcluster: Any, cluster_namespace: str) -> None:
+    """What the server stores for a quantity is its ``String()``: the spelling where Go keeps
+    it, else the canonical form (the divisor rules compare that string)."""
+    from jobset_core.validation._quantity import quantity_error, quantity_string
+
+    spellings = [q for q in QUANTITY_SPELLINGS if not quantity_error(q)]
+    spellings += ["1000m", "1024Ki", "1536Mi", "0.5Gi", "01", "1.0", "10000", "1e0", "2000000"]
+    spellings += [2.0, 6.519347179474125e16, 1e-7, 1.5, 10**30, 1e22, 0.000001]
+    body = jobset(
+        pod=ctr(resources={"limits": {f"example.com/q{i}": q for i, q in enumerate(spellings)}})
+    )
+    body["metadata"]["namespace"] = cluster_namespace
+    stored = devcluster.custom.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", cluster_namespace, "jobsets", body, dry_run="All"
+    )
+    pod = stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
+    theirs = [limits[f"example.com/q{i}"] for i in range(len(spellings))]
+    assert [quantity_string(q) for q in spellings] == theirs
