@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "Bool",
     "Int32",
+    "Int64",
     "K8sModel",
     "NonNegInt32",
     "Str",
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
+#: Server-written int64 fields (``metadata.generation``): lax, as the API sends them.
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 NonNegInt32 = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Str = StrictStr
 Bool = StrictBool

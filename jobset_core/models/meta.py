@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-# metav1.ObjectMeta's integers are int64 (the API server cannot decode a larger value).
-Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-
-from jobset_core.models._base import Bool, Int32, K8sModel, Str
+from jobset_core.models._base import Bool, Int32, Int64, K8sModel, Str
 
 __all__ = ["Condition", "EmbeddedObjectMeta", "ObjectMeta", "OwnerReference"]
 
