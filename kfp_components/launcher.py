@@ -30,7 +30,7 @@ from jobset_core.errors import (
     SpecError,
     WaitTimeout,
 )
-from jobset_core.models import load_jobset
+from jobset_core.models import load_jobset, read_stream
 from jobset_core.naming import ensure_namespace
 from kfp_components._cleanup import cleanup_run
 from kfp_components._identity import checked_run_id, kfp_identity
@@ -365,6 +365,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_jobset_file(path: str) -> str:
+    """The text of ``--jobset`` within the input limits (a bad file exits with EXIT_INVALID)."""
+    try:
+        with Path(path).open("rb") as stream:
+            return read_stream(stream)
+    except OSError as err:
+        _fail(SpecError([Problem("", f"cannot read: {err.strerror}", "read")], path))
+    except SpecError as err:
+        _fail(SpecError(err.problems, path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0 or exits with the step's exit code."""
     args = _parser().parse_args(argv)
@@ -373,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     metrics = _Metrics()
     outputs = launch_step(
-        jobset=Path(args.jobset).read_text(encoding="utf-8"),
+        jobset=_read_jobset_file(args.jobset),
         jobset_dict=None,
         namespace=args.namespace,
         backend=args.backend,

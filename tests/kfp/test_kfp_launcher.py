@@ -218,3 +218,16 @@ def test_cleanup_rejects_a_bad_namespace(capsys: pytest.CaptureFixture[str]) -> 
         launcher.cleanup_step(namespace="BAD NS!", run_id="r", backend="auto")
     assert caught.value.code == launcher.EXIT_INVALID
     assert "'BAD NS!' is not a valid namespace name" in capsys.readouterr().err
+
+
+def test_command_line_jobset_file_that_is_not_utf8(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "js.yaml"
+    path.write_bytes(b"kind: \xff\n")
+    with pytest.raises(SystemExit) as caught:
+        launcher.main(
+            ["launch", "--jobset", str(path), "--run-id", "r", "--task-name", "t", "--task-id", "1"]
+        )
+    assert caught.value.code == launcher.EXIT_INVALID
+    assert f"{path}: not UTF-8 text (byte 6)" in capsys.readouterr().err
