@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from jobset_core.models import JobSet
@@ -83,22 +83,14 @@ def _choice(owner: str, argument: str, value: Any, allowed: Collection[str]) -> 
         raise ValueError(f"{owner}({argument}=...): must be one of {shown}, not {_shown(value)}")
 
 
-def _namespace(owner: str, value: Any) -> None:
+def _dns_name(owner: str, argument: str, value: Any, check: Callable[[object, str], str]) -> None:
+    """A namespace or JobSet name, unless it is unset or still a template."""
     if value is None or is_templated(value):
         return
     try:
-        ensure_namespace(value, f"{owner}(namespace=...)")
+        check(value, f"{owner}({argument}=...)")
     except TypeError:
-        raise _type_error(owner, "namespace", "a string or None", value) from None
-
-
-def _name(owner: str, value: Any) -> None:
-    if value is None or is_templated(value):
-        return
-    try:
-        ensure_jobset_name(value, f"{owner}(name=...)")
-    except TypeError:
-        raise _type_error(owner, "name", "a string or None", value) from None
+        raise _type_error(owner, argument, "a string or None", value) from None
 
 
 def _jobset(owner: str, value: Any) -> None:
@@ -146,8 +138,8 @@ def check_operator_arguments(
     """
     owner = "JobSetOperator"
     _jobset(owner, jobset)
-    _namespace(owner, namespace)
-    _name(owner, name)
+    _dns_name(owner, "namespace", namespace, ensure_namespace)
+    _dns_name(owner, "name", name, ensure_jobset_name)
     _choice(owner, "backend", backend, BACKENDS)
     for argument, value in (
         ("kubernetes_conn_id", kubernetes_conn_id),
@@ -225,9 +217,9 @@ def check_sensor_arguments(
     owner = "JobSetSensor"
     if (name is None) == (label_selector is None):
         raise ValueError(f"{owner}: give exactly one of name and label_selector")
-    _name(owner, name)
+    _dns_name(owner, "name", name, ensure_jobset_name)
     _labels(owner, label_selector)
-    _namespace(owner, namespace)
+    _dns_name(owner, "namespace", namespace, ensure_namespace)
     if isinstance(target_phases, str) or not isinstance(target_phases, (list, tuple)):
         raise _type_error(owner, "target_phases", "a list of phases", target_phases)
     if not target_phases:
