@@ -7,7 +7,7 @@ KFP_PY := $(ROOT)/.venv/kfp/bin/python
 
 include tests/cluster/cluster.mk
 
-.PHONY: help venvs lint test test-unit demo clean
+.PHONY: help venvs lint test test-unit fuzz bench demo clean
 
 help:
 	@echo "make test       lint + all tests (both environments) against the local control plane"
@@ -16,6 +16,8 @@ help:
 	@echo "make lint       ruff, mypy --strict on jobset_core, import-linter contracts"
 	@echo "make docs       build the documentation site into site/ (mkdocs --strict)"
 	@echo "make test-matrix  the Airflow adapter on every older Airflow 3 minor (devcluster)"
+	@echo "make fuzz       long differential fuzzing against the API server (JOBSET_FUZZ_EXAMPLES)"
+	@echo "make bench      what a JobSet given as YAML text costs a DAG parse"
 	@echo "make cluster-up / cluster-down / cluster-status"
 
 venvs:
@@ -37,6 +39,12 @@ test: venvs
 test-unit: venvs
 	$(AIRFLOW_PY) -m pytest -m "not cluster" -q tests
 	$(KFP_PY) -m pytest -m "not cluster" -q tests/core tests/kfp
+
+fuzz: venvs
+	@scripts/fuzz.sh
+
+bench: venvs
+	$(AIRFLOW_PY) scripts/bench_dag_parse.py
 
 demo: venvs
 	@scripts/demo.sh

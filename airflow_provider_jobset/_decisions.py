@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 from jobset_core.models import JobSet
 
-__all__ = ["RetriesPlan", "deadline", "max_restarts", "plan_retries"]
+__all__ = ["MAX_DERIVED_RETRIES", "RetriesPlan", "deadline", "max_restarts", "plan_retries"]
+
+
+#: The most task retries derived from ``failurePolicy.maxRestarts`` (``retries`` set by the user
+#: is taken as it is): a larger maxRestarts is a sentinel for "many", not a plan of tries.
+MAX_DERIVED_RETRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,18 @@ def plan_retries(restarts: int | None, retries: int | None) -> RetriesPlan:
         retries: What the user set (``None``: nothing).
     """
     if retries is None:
+        if restarts is not None and restarts < 0:
+            return RetriesPlan(
+                0,
+                f"failurePolicy.maxRestarts={restarts} is below 0: the controller never "
+                "restarts the JobSet (as with 0), so the task gets retries=0",
+            )
+        if restarts is not None and restarts > MAX_DERIVED_RETRIES:
+            return RetriesPlan(
+                MAX_DERIVED_RETRIES,
+                f"failurePolicy.maxRestarts={restarts} would give as many task retries; the "
+                f"task gets retries={MAX_DERIVED_RETRIES} (set retries to allow more)",
+            )
         return RetriesPlan(restarts)
     if restarts is not None and retries < restarts:
         return RetriesPlan(

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset import _decisions
+from airflow_provider_jobset._arguments import check_operator_arguments, check_rendered_operator
 from airflow_provider_jobset._compat import (
     AIRFLOW_V_3_3_PLUS,
     AirflowFailException,
@@ -177,12 +178,28 @@ class JobSetOperator(BaseOperator):
         retries: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if backend not in BACKEND_CHOICES:
-            raise ValueError(f"backend must be 'auto', 'controller' or 'native', not {backend!r}")
-        if delete_policy not in DELETE_POLICIES:
-            raise ValueError(
-                f"delete_policy must be one of {DELETE_POLICIES}, not {delete_policy!r}"
-            )
+        check_operator_arguments(
+            jobset=jobset,
+            namespace=namespace,
+            name=name,
+            backend=backend,
+            kubernetes_conn_id=kubernetes_conn_id,
+            config_file=config_file,
+            cluster_context=cluster_context,
+            in_cluster=in_cluster,
+            deferrable=deferrable,
+            timeout=timeout,
+            delete_policy=delete_policy,
+            delete_policies=DELETE_POLICIES,
+            stream_logs=stream_logs,
+            log_replicated_job=log_replicated_job,
+            log_job_index=log_job_index,
+            log_pod_index=log_pod_index,
+            failed_pod_log_lines=failed_pod_log_lines,
+            link_template=link_template,
+            delete_on_kill=delete_on_kill,
+            retries=retries,
+        )
         parsed = _parse_time_source(jobset)
         plan = _decisions.plan_retries(
             _decisions.max_restarts(parsed) if parsed is not None else None, retries
@@ -213,6 +230,15 @@ class JobSetOperator(BaseOperator):
         self.link_template = link_template
         self.delete_on_kill = delete_on_kill
         self._handle: Handle | None = None
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        """Render ``jobset``, ``namespace`` and ``name``, then check what they became: a
+        wrong value fails the task (no retry) before anything is created."""
+        super().render_template_fields(context, jinja_env)
+        try:
+            check_rendered_operator(jobset=self.jobset, namespace=self.namespace, name=self.name)
+        except (TypeError, ValueError) as err:
+            raise JobSetFailed(f"{err} (nothing was created)") from err
 
     # ------------------------------------------------------------------ spec
 

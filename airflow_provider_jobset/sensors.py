@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from airflow_provider_jobset._arguments import check_rendered_sensor, check_sensor_arguments
 from airflow_provider_jobset._compat import (
     AirflowFailException,
     BaseSensorOperator,
@@ -96,13 +97,16 @@ class JobSetSensor(BaseSensorOperator):
         deferrable: bool | None = None,
         **kwargs: Any,
     ) -> None:
-        if (name is None) == (label_selector is None):
-            raise ValueError("give exactly one of name and label_selector")
-        unknown = [p for p in target_phases if p not in {ph.value for ph in Phase}]
-        if unknown:
-            raise ValueError(f"unknown phases {unknown}; use {[p.value for p in Phase]}")
-        if backend not in BACKEND_CHOICES:
-            raise ValueError(f"backend must be 'auto', 'controller' or 'native', not {backend!r}")
+        check_sensor_arguments(
+            name=name,
+            label_selector=label_selector,
+            namespace=namespace,
+            target_phases=target_phases,
+            phases=[phase.value for phase in Phase],
+            backend=backend,
+            kubernetes_conn_id=kubernetes_conn_id,
+            deferrable=deferrable,
+        )
         super().__init__(**kwargs)
         self.name = name
         self.label_selector = dict(label_selector) if label_selector else None
@@ -111,6 +115,17 @@ class JobSetSensor(BaseSensorOperator):
         self.backend = backend
         self.kubernetes_conn_id = kubernetes_conn_id
         self.deferrable = default_deferrable() if deferrable is None else deferrable
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        """Render ``name``, ``namespace`` and ``label_selector``, then check what they became
+        (a wrong value fails the sensor, no retry)."""
+        super().render_template_fields(context, jinja_env)
+        try:
+            check_rendered_sensor(
+                name=self.name, namespace=self.namespace, label_selector=self.label_selector
+            )
+        except (TypeError, ValueError) as err:
+            raise JobSetFailed(str(err)) from err
 
     @property
     def hook(self) -> JobSetHook:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from jobset_core.lifecycle.verdict import Verdict
 
 __all__ = [
+    "MAX_MESSAGE_CHARS",
     "ApiError",
     "ConfigError",
     "Conflict",
@@ -80,19 +81,34 @@ def format_path(loc: Iterable[str | int]) -> str:
     return out
 
 
+#: Longest message a :class:`Problem` keeps: a message quoting a huge value is cut in the middle.
+MAX_MESSAGE_CHARS = 600
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    return f"{text[:keep]}...[{len(text) - 2 * keep} characters left out]...{text[-keep:]}"
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
     """One thing wrong with a JobSet, found before anything is sent to a cluster.
 
     Attributes:
         path: The field path in API (camelCase) spelling, e.g. ``spec.replicatedJobs[1].name``.
-        message: What is wrong, in words a user can act on.
+        message: What is wrong, in words a user can act on (at most
+            :data:`MAX_MESSAGE_CHARS`: a quoted huge value is cut in the middle).
         rule: A short stable identifier of the rule that failed (e.g. ``dns1035-label``).
     """
 
     path: str
     message: str
     rule: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _clip(self.message, MAX_MESSAGE_CHARS))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 
 from jobset_core.models import JobSet
 
@@ -36,6 +37,8 @@ __all__ = [
     "dns1035_label_errors",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
+    "ensure_jobset_name",
+    "ensure_namespace",
     "job_key",
     "job_name",
     "label_value_errors",
@@ -177,3 +180,37 @@ def label_value_errors(value: str) -> list[str]:
             _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
     return errors
+
+
+def ensure_namespace(value: object, argument: str = "namespace") -> str:
+    """``value`` when it is a valid namespace name (an RFC 1123 label, as the API server
+    requires); for arguments given on the command line or to an operator.
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it is not a valid namespace name (the message names ``argument``).
+    """
+    return _ensure(value, argument, "namespace name", dns1123_label_errors)
+
+
+def ensure_jobset_name(value: object, argument: str = "name") -> str:
+    """``value`` when it is a valid JobSet name (an RFC 1035 label: the upstream webhook derives
+    Job and pod names and labels from it).
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it is not a valid JobSet name (the message names ``argument``).
+    """
+    return _ensure(value, argument, "JobSet name", dns1035_label_errors)
+
+
+def _ensure(value: object, argument: str, what: str, check: Callable[[str], list[str]]) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a string, not {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{argument} must not be empty")
+    errors = check(value)
+    if errors:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise ValueError(f"{argument} {shown!r} is not a valid {what}: {'; '.join(errors)}")
+    return value

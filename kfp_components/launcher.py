@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,7 +32,8 @@ from jobset_core.errors import (
     WaitTimeout,
 )
 from jobset_core.lifecycle import DELETE_POLICIES, DeletePolicy, LogTarget
-from jobset_core.models import load_jobset
+from jobset_core.models import load_jobset, read_stream
+from jobset_core.naming import ensure_namespace
 from kfp_components._cleanup import CleanupResult, cleanup_run
 from kfp_components._identity import checked_run_id, kfp_identity
 from kfp_components._launch import LaunchRequest, LaunchResult, Terminated, launch
@@ -47,6 +49,7 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_TIMEOUT",
     "LaunchOutputs",
+    "check_launch_inputs",
     "cleanup_step",
     "exit_code",
     "launch_outputs",
@@ -132,6 +135,76 @@ def _choice(value: str, allowed: Sequence[str], what: str) -> str:
     return value
 
 
+def _namespace_input(value: Any) -> None:
+    if not isinstance(value, str):
+        raise _invalid("namespace", f"must be a string, not {type(value).__name__}")
+    if value:  # "" is the launcher pod's namespace
+        try:
+            ensure_namespace(value, "namespace")
+        except ValueError as err:
+            raise _invalid("namespace", str(err)) from None
+
+
+def _count_input(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(what, f"must be an int >= 0, not {type(value).__name__} {value!r}")
+    if value < 0:
+        raise _invalid(what, f"must be >= 0, not {value}")
+
+
+def check_launch_inputs(
+    *,
+    jobset: Any,
+    jobset_dict: Any,
+    namespace: Any,
+    backend: Any,
+    timeout_seconds: Any,
+    delete_policy: Any,
+    follow_logs: Any,
+    log_replicated_job: Any,
+    log_job_index: Any,
+    log_pod_index: Any,
+    task_config_replicated_jobs: Any,
+) -> None:
+    """Check every input of ``launch_jobset`` before anything is sent to a cluster.
+
+    Raises:
+        SpecError: naming the input (the step exits with :data:`EXIT_INVALID`).
+    """
+    if not isinstance(jobset, str):
+        raise _invalid("jobset", f"must be YAML or JSON text, not {type(jobset).__name__}")
+    if jobset_dict is not None and not isinstance(jobset_dict, Mapping):
+        raise _invalid("jobset_dict", f"must be a dict, not {type(jobset_dict).__name__}")
+    if bool(jobset.strip()) == bool(jobset_dict):
+        raise _invalid("jobset", "give exactly one of jobset (YAML text) and jobset_dict")
+    _namespace_input(namespace)
+    _choice(backend, BACKEND_CHOICES, "backend")
+    if (
+        isinstance(timeout_seconds, bool)
+        or not isinstance(timeout_seconds, (int, float))
+        or not math.isfinite(timeout_seconds)
+        or timeout_seconds < 0
+    ):
+        raise _invalid(
+            "timeout_seconds", f"must be a number >= 0 (0: no limit), not {timeout_seconds!r}"
+        )
+    _choice(delete_policy, DELETE_POLICIES, "delete_policy")
+    if not isinstance(follow_logs, bool):
+        raise _invalid("follow_logs", f"must be true or false, not {follow_logs!r}")
+    if not isinstance(log_replicated_job, str):
+        raise _invalid("log_replicated_job", f"must be a string, not {log_replicated_job!r}")
+    _count_input(log_job_index, "log_job_index")
+    _count_input(log_pod_index, "log_pod_index")
+    if task_config_replicated_jobs is not None and (
+        not isinstance(task_config_replicated_jobs, list)
+        or not all(isinstance(item, str) for item in task_config_replicated_jobs)
+    ):
+        raise _invalid(
+            "task_config_replicated_jobs",
+            f"must be a list of replicated job names, not {task_config_replicated_jobs!r}",
+        )
+
+
 def _run_launch(
     *,
     jobset: str | Mapping[str, Any],
@@ -200,8 +273,19 @@ def launch_step(
     any failure prints the reason and exits non-zero (:func:`exit_code`).
     """
     try:
-        if bool(jobset.strip()) == bool(jobset_dict):
-            raise _invalid("jobset", "give exactly one of jobset (YAML text) and jobset_dict")
+        check_launch_inputs(
+            jobset=jobset,
+            jobset_dict=jobset_dict,
+            namespace=namespace,
+            backend=backend,
+            timeout_seconds=timeout_seconds,
+            delete_policy=delete_policy,
+            follow_logs=follow_logs,
+            log_replicated_job=log_replicated_job,
+            log_job_index=log_job_index,
+            log_pod_index=log_pod_index,
+            task_config_replicated_jobs=task_config_replicated_jobs,
+        )
         identity = kfp_identity(run_id, task_name, task_id)
         logs = None
         if follow_logs:
@@ -229,6 +313,7 @@ def cleanup_step(*, namespace: str, run_id: str, backend: str) -> int:
     anchors; returns how many were deleted (exits non-zero on failure)."""
     try:
         checked = checked_run_id(run_id)
+        _namespace_input(namespace)
         choice = cast(BackendChoice, _choice(backend, BACKEND_CHOICES, "backend"))
         settings = ClientSettings()
 
@@ -285,6 +370,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_jobset_file(path: str) -> str:
+    """The text of ``--jobset`` within the input limits (a bad file exits with EXIT_INVALID)."""
+    try:
+        with Path(path).open("rb") as stream:
+            return read_stream(stream)
+    except OSError as err:
+        _fail(SpecError([Problem("", f"cannot read: {err.strerror}", "read")], path))
+    except SpecError as err:
+        _fail(SpecError(err.problems, path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0 or exits with the step's exit code."""
     args = _parser().parse_args(argv)
@@ -293,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     metrics = _Metrics()
     outputs = launch_step(
-        jobset=Path(args.jobset).read_text(encoding="utf-8"),
+        jobset=_read_jobset_file(args.jobset),
         jobset_dict=None,
         namespace=args.namespace,
         backend=args.backend,

@@ -21,6 +21,9 @@ __all__ = [
     "EXIT_USAGE",
     "Command",
     "Streams",
+    "jobset_name_argument",
+    "namespace_argument",
+    "non_negative_argument",
 ]
 
 #: ``validate`` / ``render``: success, invalid input, usage error.
@@ -59,3 +62,37 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Streams], int]
+
+
+# Argument types shared by the commands: a bad value is a usage error (exit 2) naming the flag.
+
+
+def namespace_argument(text: str) -> str:
+    """``-n/--namespace``: an RFC 1123 label, as the API server requires."""
+    from jobset_core.naming import ensure_namespace
+
+    try:
+        return ensure_namespace(text, "namespace")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def jobset_name_argument(text: str) -> str:
+    """A JobSet ``NAME``: an RFC 1035 label."""
+    from jobset_core.naming import ensure_jobset_name
+
+    try:
+        return ensure_jobset_name(text, "name")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def non_negative_argument(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value

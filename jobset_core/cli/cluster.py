@@ -41,6 +41,9 @@ from jobset_core.cli._base import (
     EXIT_TIMEOUT,
     Command,
     Streams,
+    jobset_name_argument,
+    namespace_argument,
+    non_negative_argument,
 )
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
@@ -62,7 +65,12 @@ _EXIT = {"completed": EXIT_COMPLETED, "timeout": EXIT_TIMEOUT}
 
 
 def _add_connection(parser: argparse.ArgumentParser, *, with_backend: bool = True) -> None:
-    parser.add_argument("-n", "--namespace", help="namespace (default: the file's, else default)")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        type=namespace_argument,
+        help="namespace (default: the file's, else default)",
+    )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube)")
     parser.add_argument("--context", help="kubeconfig context (default: its current-context)")
     if with_backend:
@@ -175,11 +183,11 @@ def _load_one(file: str, streams: Streams) -> JobSet:
     from pathlib import Path
 
     from jobset_core.errors import Problem, SpecError
-    from jobset_core.models import load_jobsets
+    from jobset_core.models import load_jobsets, read_stream
 
     label = "<stdin>" if file == "-" else file
     try:
-        jobsets = load_jobsets(streams.stdin.read() if file == "-" else Path(file))
+        jobsets = load_jobsets(read_stream(streams.stdin) if file == "-" else Path(file))
     except SpecError as err:
         raise SpecError(err.problems, source=label) from None
     except OSError as err:
@@ -277,7 +285,7 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
 
 
 def _configure_status(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    parser.add_argument("name", metavar="NAME", type=jobset_name_argument, help="the JobSet's name")
     _add_connection(parser)
     parser.add_argument(
         "-o", "--output", choices=("text", "json"), default="text", help="output format"
@@ -300,7 +308,7 @@ async def _status(args: argparse.Namespace, streams: Streams) -> int:
 
 
 def _configure_delete(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    parser.add_argument("name", metavar="NAME", type=jobset_name_argument, help="the JobSet's name")
     _add_connection(parser)
     parser.add_argument(
         "--wait", action="store_true", help="wait until the JobSet, Jobs, pods and Service are gone"
@@ -318,11 +326,11 @@ async def _delete(args: argparse.Namespace, streams: Streams) -> int:
 
 
 def _configure_logs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="the JobSet's name")
+    parser.add_argument("name", metavar="NAME", type=jobset_name_argument, help="the JobSet's name")
     _add_connection(parser)
     parser.add_argument("--replicated-job", metavar="R", help="default: coordinator, else first")
-    parser.add_argument("--job-index", type=int, default=0, metavar="J")
-    parser.add_argument("--pod-index", type=int, default=0, metavar="P")
+    parser.add_argument("--job-index", type=non_negative_argument, default=0, metavar="J")
+    parser.add_argument("--pod-index", type=non_negative_argument, default=0, metavar="P")
     parser.add_argument("-f", "--follow", action="store_true", help="stream while it runs")
 
 

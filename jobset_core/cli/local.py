@@ -1,11 +1,17 @@
 """``jobsetctl`` subcommands that need no cluster: ``validate`` and ``render``.
 
-* ``jobsetctl validate FILE...``: every problem of every file, one line each as
-  ``FILE: field.path: message``; exit 0 when all are valid, 1 otherwise.
-* ``jobsetctl render FILE [-n NAMESPACE] [--attempt N]``: the headless Service and the child
-  Jobs the upstream controller would create, as multi-document YAML.
+* ``jobsetctl validate FILE... [-n NAMESPACE]``: every problem of every file, one line each as
+  ``FILE: field.path: message``; exit 0 when all are valid, 1 otherwise. A file that cannot be
+  read (missing, too large, not UTF-8, not YAML) is one problem of that file; the run goes on
+  with the next.
+* ``jobsetctl render FILE [-n NAMESPACE] [--attempt N] [--max-jobs N]``: the headless Service
+  and the child Jobs the upstream controller would create, as multi-document YAML, written one
+  object at a time; more than ``--max-jobs`` Jobs (default
+  :data:`~jobset_core.limits.MAX_RENDERED_JOBS`) is refused before any is built.
 
-``-`` reads standard input. Exit codes: 0 success, 1 invalid input, 2 usage error.
+``-`` reads standard input. Input is read within :mod:`jobset_core.limits`. A namespace flag
+must be a valid namespace name (usage error otherwise). Exit codes: 0 success, 1 invalid input,
+2 usage error.
 """
 
 from __future__ import annotations
@@ -14,8 +20,17 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from jobset_core.cli._base import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Command, Streams
+from jobset_core.cli._base import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Command,
+    Streams,
+    namespace_argument,
+    non_negative_argument,
+)
 from jobset_core.errors import Problem, SpecError
+from jobset_core.limits import MAX_RENDERED_JOBS
 
 if TYPE_CHECKING:
     from jobset_core.models import JobSet
@@ -31,6 +46,13 @@ _PLACEMENTS = ("webhook", "affinity")  # jobset_core.render.PLACEMENTS (kept laz
 
 
 def _add_check_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        type=namespace_argument,
+        help="the namespace the JobSet is created in (default: its metadata.namespace, else "
+        "default); a different metadata.namespace is a problem",
+    )
     parser.add_argument(
         "--allow-unknown-fields",
         action="store_true",
@@ -65,24 +87,32 @@ def _load(
     """The JobSets of one file (any name is a path; ``-`` is standard input), or its problems."""
     from pathlib import Path
 
-    from jobset_core.models import load_jobsets
+    from jobset_core.models import load_jobsets, read_stream
 
-    source: str | Path = streams.stdin.read() if file == _STDIN else Path(file)
     try:
+        source: str | Path = read_stream(streams.stdin) if file == _STDIN else Path(file)
         return load_jobsets(source, allow_unknown_fields=allow_unknown_fields), []
     except SpecError as err:
         return [], list(err.problems)
 
 
 def _check(
-    jobsets: list[JobSet], gates: Mapping[str, bool], allow_unknown_fields: bool
+    jobsets: list[JobSet],
+    gates: Mapping[str, bool],
+    allow_unknown_fields: bool,
+    namespace: str | None,
 ) -> list[Problem]:
     """Validation problems of every JobSet; paths prefixed by the document when several."""
     from jobset_core.validation import validate
 
     problems: list[Problem] = []
     for index, jobset in enumerate(jobsets):
-        found = validate(jobset, feature_gates=gates, allow_unknown_fields=allow_unknown_fields)
+        found = validate(
+            jobset,
+            feature_gates=gates,
+            allow_unknown_fields=allow_unknown_fields,
+            namespace=namespace,
+        )
         if len(jobsets) > 1:
             found = [_in_document(index, p) for p in found]
         problems.extend(found)
@@ -119,7 +149,9 @@ def _run_validate(args: argparse.Namespace, streams: Streams) -> int:
             problems = [Problem("", "no JobSet found", "no-document")]
         if not problems:
             try:
-                problems = _check(jobsets, args.feature_gates, args.allow_unknown_fields)
+                problems = _check(
+                    jobsets, args.feature_gates, args.allow_unknown_fields, args.namespace
+                )
             except ValueError as err:  # an unknown feature gate
                 streams.err.write(f"jobsetctl validate: {err}\n")
                 return EXIT_USAGE
@@ -143,13 +175,8 @@ VALIDATE = Command(
 def _configure_render(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="YAML/JSON file with one JobSet, or -")
     parser.add_argument(
-        "-n",
-        "--namespace",
-        help="namespace of the objects (default: the JobSet's metadata.namespace, else default)",
-    )
-    parser.add_argument(
         "--attempt",
-        type=_non_negative,
+        type=non_negative_argument,
         default=0,
         metavar="N",
         help="restart attempt (the JobSet's status.restarts) the Jobs are created for",
@@ -161,17 +188,14 @@ def _configure_render(parser: argparse.ArgumentParser) -> None:
         help="exclusive placement as upstream's pod webhook does it (default), or as "
         "pod-template affinity for clusters without that webhook",
     )
+    parser.add_argument(
+        "--max-jobs",
+        type=non_negative_argument,
+        default=MAX_RENDERED_JOBS,
+        metavar="N",
+        help=f"refuse to render more than N child Jobs (default {MAX_RENDERED_JOBS})",
+    )
     _add_check_options(parser)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def _run_render(args: argparse.Namespace, streams: Streams) -> int:
@@ -183,25 +207,27 @@ def _run_render(args: argparse.Namespace, streams: Streams) -> int:
         problems = [Problem("", f"expected exactly one JobSet, found {len(jobsets)}", "one")]
     if not problems:
         try:
-            problems = _check(jobsets, args.feature_gates, args.allow_unknown_fields)
+            problems = _check(
+                jobsets, args.feature_gates, args.allow_unknown_fields, args.namespace
+            )
         except ValueError as err:
             streams.err.write(f"jobsetctl render: {err}\n")
             return EXIT_USAGE
-    if problems:
+    rendered = None
+    if not problems:
+        (jobset,) = jobsets
+        namespace = args.namespace or jobset.metadata.namespace or "default"
+        try:
+            rendered = render(
+                jobset, namespace, args.attempt, placement=args.placement, max_jobs=args.max_jobs
+            )
+        except SpecError as err:
+            problems = list(err.problems)
+    if rendered is None:
         _report(args.file, problems, streams.err)
         return EXIT_INVALID
-    (jobset,) = jobsets
-    written = jobset.metadata.namespace
-    if args.namespace and written and args.namespace != written:
-        streams.err.write(
-            f"{_label(args.file)}: metadata.namespace: the JobSet's namespace {written!r} "
-            f"does not match --namespace {args.namespace!r}\n"
-        )
-        return EXIT_INVALID
-    rendered = render(
-        jobset, args.namespace or written or "default", args.attempt, placement=args.placement
-    )
-    streams.out.write(dump_yaml(rendered.objects()))
+    for index, obj in enumerate(rendered.objects()):
+        streams.out.write(("---\n" if index else "") + dump_yaml([obj]))
     return EXIT_OK
 
 

@@ -18,7 +18,13 @@ from jobset_core.models.jobset import (
     VolumeClaimPolicy,
     VolumeClaimRetentionPolicy,
 )
-from jobset_core.models.loading import JobSetSource, dump_yaml, load_jobset, load_jobsets
+from jobset_core.models.loading import (
+    JobSetSource,
+    dump_yaml,
+    load_jobset,
+    load_jobsets,
+    read_stream,
+)
 from jobset_core.models.meta import Condition, EmbeddedObjectMeta, ObjectMeta, OwnerReference
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "dump_yaml",
     "load_jobset",
     "load_jobsets",
+    "read_stream",
     "to_plain",
     "unknown_fields",
 ]

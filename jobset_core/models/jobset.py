@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_serializer,
+)
 
 from jobset_core.models._base import Bool, Int32, K8sModel, NonNegInt32, Str, to_plain
 from jobset_core.models.meta import Condition, EmbeddedObjectMeta, ObjectMeta
@@ -76,7 +82,12 @@ DEPENDS_ON_STATUSES: tuple[str, ...] = DependsOnStatus.__args__  # type: ignore[
 
 
 class JobTemplateSpec(K8sModel):
-    """``batch/v1 JobTemplateSpec``: metadata (embedded) and the Job spec as plain data."""
+    """``batch/v1 JobTemplateSpec``: metadata (embedded) and the Job spec as plain data.
+
+    In memory the spec keeps what the user wrote, ``null`` values included, so validation reads
+    them as the API server does (an absent field, an empty map entry, or an unknown field, which
+    the server refuses); a dump leaves null fields out.
+    """
 
     metadata: EmbeddedObjectMeta | None = None
     spec: dict[str, Any] = Field(default_factory=dict)
@@ -84,7 +95,11 @@ class JobTemplateSpec(K8sModel):
     @field_validator("spec", mode="before")
     @classmethod
     def _plain_spec(cls, value: Any) -> Any:
-        return to_plain(value)
+        return to_plain(value, keep_none=True)
+
+    @field_serializer("spec")
+    def _dump_spec(self, spec: dict[str, Any]) -> Any:
+        return to_plain(spec)
 
 
 class DependsOn(K8sModel):
@@ -166,7 +181,11 @@ class VolumeClaimPolicy(K8sModel):
     @field_validator("templates", mode="before")
     @classmethod
     def _plain_templates(cls, value: Any) -> Any:
-        return to_plain(value)
+        return to_plain(value, keep_none=True)
+
+    @field_serializer("templates")
+    def _dump_templates(self, templates: list[dict[str, Any]] | None) -> Any:
+        return to_plain(templates)
 
 
 class JobSetSpec(K8sModel):

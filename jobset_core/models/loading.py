@@ -4,24 +4,34 @@ Accepted sources: a :class:`JobSet`, a mapping, a YAML/JSON string (one or many 
 a path to a ``.yaml``/``.yml``/``.json`` file, or objects of the official ``kubernetes`` client
 anywhere inside a mapping. Every problem is reported at once, with its field path; unknown
 fields are errors unless ``allow_unknown_fields=True`` (to carry fields newer than the models).
+
+Input is read within the hard limits of :mod:`jobset_core.limits` (file size, nesting depth,
+YAML alias expansion; see :mod:`._input`): past one, the source is refused as a whole.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from pydantic import ValidationError
 
 from jobset_core.errors import Problem, SpecError, format_path
+from jobset_core.limits import MAX_FILE_BYTES
 from jobset_core.models._base import to_plain, unknown_fields
+from jobset_core.models._input import (
+    check_plain,
+    check_text_size,
+    decode,
+    load_yaml_documents,
+    read_bounded,
+)
 from jobset_core.models.jobset import JobSet
 from jobset_core.resources import JOBSET
 
-__all__ = ["JobSetSource", "dump_yaml", "load_jobset", "load_jobsets"]
+__all__ = ["JobSetSource", "dump_yaml", "load_jobset", "load_jobsets", "read_stream"]
 
 JobSetSource = JobSet | Mapping[str, Any] | str | os.PathLike[str]
 
@@ -49,13 +59,19 @@ def load_jobsets(source: JobSetSource, *, allow_unknown_fields: bool = False) ->
     Raises:
         SpecError: with one :class:`Problem` per wrong field of every document.
     """
+    label = _describe(source)
     if isinstance(source, JobSet):
         documents: list[Any] = [source.to_dict()]
     elif isinstance(source, Mapping):
+        check_plain(source, label)
         documents = [source]
-    else:
+    elif isinstance(source, (str, os.PathLike)):
         documents = _read_documents(source)
-    label = _describe(source)
+    else:
+        raise TypeError(
+            "a JobSet source is a JobSet, a mapping, YAML/JSON text or a path to a "
+            f".yaml/.yml/.json file, not {type(source).__name__}"
+        )
     jobsets: list[JobSet] = []
     problems: list[Problem] = []
     multi = len(documents) > 1
@@ -68,6 +84,24 @@ def load_jobsets(source: JobSetSource, *, allow_unknown_fields: bool = False) ->
     if problems:
         raise SpecError(problems, label)
     return jobsets
+
+
+def read_stream(stream: IO[Any]) -> str:
+    """The text of a stream (standard input), read within
+    :data:`~jobset_core.limits.MAX_FILE_BYTES`: binary when the stream has a ``buffer``, so an
+    endless or huge input costs at most that many bytes.
+
+    Raises:
+        SpecError: too large, or not UTF-8.
+    """
+    binary = getattr(stream, "buffer", None)
+    if binary is not None:
+        return read_bounded(binary, None)
+    data = stream.read(MAX_FILE_BYTES + 1)
+    if isinstance(data, bytes):
+        return decode(data, None)
+    check_text_size(data, None)
+    return str(data)
 
 
 def dump_yaml(objects: JobSet | Iterable[JobSet | Mapping[str, Any]]) -> str:
@@ -90,29 +124,16 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _read_documents(source: str | os.PathLike[str]) -> list[Any]:
+    label = _describe(source)
     if isinstance(source, os.PathLike) or _looks_like_path(source):
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise SpecError([Problem("", f"cannot read {path}: {err.strerror}", "read")]) from err
+        text = read_bounded(source, label)
     else:
         text = source
-    try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as err:
-        where = ""
-        mark = getattr(err, "problem_mark", None)
-        if mark is not None:
-            where = f" at line {mark.line + 1}, column {mark.column + 1}"
-        problem = getattr(err, "problem", None) or str(err)
-        raise SpecError(
-            [Problem("", f"not valid YAML{where}: {problem}", "yaml")], _describe(source)
-        ) from err
+    return load_yaml_documents(text, label)
 
 
 def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) -> JobSet:
-    data = to_plain(document)
+    data = to_plain(document, keep_none=True)
     if not isinstance(data, dict):
         raise SpecError(
             [Problem(format_path(prefix), "expected a mapping (a JobSet object)", "type")]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from jobset_core.models._base import Bool, Int32, K8sModel, Str
+from jobset_core.models._base import Bool, Int32, Int64, K8sModel, Str
 
 __all__ = ["Condition", "EmbeddedObjectMeta", "ObjectMeta", "OwnerReference"]
 
@@ -30,16 +31,21 @@ class ObjectMeta(K8sModel):
     namespace: Str | None = None
     uid: Str | None = None
     resource_version: Str | None = None
-    generation: int | None = None
+    generation: Int64 | None = None
     creation_timestamp: Str | None = None
     deletion_timestamp: Str | None = None
-    deletion_grace_period_seconds: int | None = None
+    deletion_grace_period_seconds: Int64 | None = None
     labels: dict[Str, Str] | None = None
     annotations: dict[Str, Str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[Str] | None = None
     managed_fields: list[dict[str, Any]] | None = None
     self_link: Str | None = None
+
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _null_entry_is_empty(cls, value: Any) -> Any:
+        return _empty_for_null(value)
 
 
 class EmbeddedObjectMeta(K8sModel):
@@ -54,6 +60,18 @@ class EmbeddedObjectMeta(K8sModel):
     labels: dict[Str, Str] | None = None
     annotations: dict[Str, Str] | None = None
     finalizers: list[Str] | None = None
+
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _null_entry_is_empty(cls, value: Any) -> Any:
+        return _empty_for_null(value)
+
+
+def _empty_for_null(value: Any) -> Any:
+    # The API server decodes a null map entry as the empty string.
+    if isinstance(value, Mapping):
+        return {key: "" if item is None else item for key, item in value.items()}
+    return value
 
 
 class Condition(K8sModel):

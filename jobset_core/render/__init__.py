@@ -17,7 +17,9 @@ from jobset_core.render._job import Placement
 from jobset_core.render._placement import exclusive_affinity_terms
 from jobset_core.render._render import (
     PLACEMENTS,
+    check_job_count,
     headless_service,
+    job_count,
     jobset_owner_reference,
     render,
 )
@@ -27,8 +29,10 @@ __all__ = [
     "PLACEMENTS",
     "Placement",
     "RenderedJobSet",
+    "check_job_count",
     "exclusive_affinity_terms",
     "headless_service",
+    "job_count",
     "jobset_owner_reference",
     "render",
 ]

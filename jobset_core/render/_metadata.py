@@ -14,7 +14,7 @@ from typing import Any
 from jobset_core import labels, naming
 from jobset_core.models import JobSet, ReplicatedJob
 
-__all__ = ["JobIdentity", "exclusive_annotations", "identities", "stamp"]
+__all__ = ["JobIdentity", "exclusive_annotations", "identities", "identity", "stamp"]
 
 
 @dataclass(frozen=True)
@@ -39,48 +39,64 @@ def identities(
 
     ``jobset`` must already carry its defaults (replicas and group names set).
     """
-    rjobs = jobset.replicated_jobs
-    global_replicas = sum(_replicas(r) for r in rjobs)
-    group_replicas: dict[str, int] = {}
-    for rjob in rjobs:
-        group = _group(rjob)
-        group_replicas[group] = group_replicas.get(group, 0) + _replicas(rjob)
-    coordinator = naming.coordinator_endpoint(jobset)
+    return [
+        identity(
+            jobset,
+            index,
+            job_index,
+            namespace,
+            uid=uid,
+            restart_attempt=restart_attempt,
+            job_restart_attempts=job_restart_attempts,
+        )
+        for index, rjob in enumerate(jobset.replicated_jobs)
+        for job_index in range(_replicas(rjob))
+    ]
 
-    out: list[JobIdentity] = []
-    global_offset = 0
-    group_offsets: dict[str, int] = {}
-    for rjob in rjobs:
-        group = _group(rjob)
-        group_offset = group_offsets.get(group, 0)
-        for job_index in range(_replicas(rjob)):
-            name = naming.job_name(jobset.name, rjob.name, job_index)
-            pairs: list[tuple[str, str]] = [
-                (labels.JOBSET_NAME, jobset.name),
-                (labels.JOBSET_UID, uid),
-                (labels.REPLICATED_JOB_NAME, rjob.name),
-                (labels.RESTART_ATTEMPT, str(restart_attempt)),
-            ]
-            if job_restart_attempts is not None:
-                attempts = job_restart_attempts.get(rjob.name, ())
-                attempt = attempts[job_index] if job_index < len(attempts) else 0
-                pairs.append((labels.JOB_RESTART_ATTEMPT, str(attempt)))
-            pairs += [
-                (labels.REPLICATED_JOB_REPLICAS, str(_replicas(rjob))),
-                (labels.GLOBAL_REPLICAS, str(global_replicas)),
-                (labels.JOB_INDEX, str(job_index)),
-                (labels.JOB_KEY, naming.job_key(namespace, name)),
-                (labels.JOB_GLOBAL_INDEX, str(global_offset + job_index)),
-                (labels.GROUP_NAME, group),
-                (labels.GROUP_REPLICAS, str(group_replicas[group])),
-                (labels.JOB_GROUP_INDEX, str(group_offset + job_index)),
-            ]
-            if coordinator is not None:
-                pairs.append((labels.COORDINATOR, coordinator))
-            out.append(JobIdentity(name=name, replicated_job=rjob.name, values=tuple(pairs)))
-        global_offset += _replicas(rjob)
-        group_offsets[group] = group_offset + _replicas(rjob)
-    return out
+
+def identity(
+    jobset: JobSet,
+    rjob_index: int,
+    job_index: int,
+    namespace: str,
+    *,
+    uid: str,
+    restart_attempt: int,
+    job_restart_attempts: Mapping[str, Sequence[int]] | None = None,
+) -> JobIdentity:
+    """The identity of one child Job: Job ``job_index`` of replicated job ``rjob_index``."""
+    rjobs = jobset.replicated_jobs
+    rjob = rjobs[rjob_index]
+    group = _group(rjob)
+    global_replicas = sum(_replicas(r) for r in rjobs)
+    group_replicas = sum(_replicas(r) for r in rjobs if _group(r) == group)
+    global_offset = sum(_replicas(r) for r in rjobs[:rjob_index])
+    group_offset = sum(_replicas(r) for r in rjobs[:rjob_index] if _group(r) == group)
+    coordinator = naming.coordinator_endpoint(jobset)
+    name = naming.job_name(jobset.name, rjob.name, job_index)
+    pairs: list[tuple[str, str]] = [
+        (labels.JOBSET_NAME, jobset.name),
+        (labels.JOBSET_UID, uid),
+        (labels.REPLICATED_JOB_NAME, rjob.name),
+        (labels.RESTART_ATTEMPT, str(restart_attempt)),
+    ]
+    if job_restart_attempts is not None:
+        attempts = job_restart_attempts.get(rjob.name, ())
+        attempt = attempts[job_index] if job_index < len(attempts) else 0
+        pairs.append((labels.JOB_RESTART_ATTEMPT, str(attempt)))
+    pairs += [
+        (labels.REPLICATED_JOB_REPLICAS, str(_replicas(rjob))),
+        (labels.GLOBAL_REPLICAS, str(global_replicas)),
+        (labels.JOB_INDEX, str(job_index)),
+        (labels.JOB_KEY, naming.job_key(namespace, name)),
+        (labels.JOB_GLOBAL_INDEX, str(global_offset + job_index)),
+        (labels.GROUP_NAME, group),
+        (labels.GROUP_REPLICAS, str(group_replicas)),
+        (labels.JOB_GROUP_INDEX, str(group_offset + job_index)),
+    ]
+    if coordinator is not None:
+        pairs.append((labels.COORDINATOR, coordinator))
+    return JobIdentity(name=name, replicated_job=rjob.name, values=tuple(pairs))
 
 
 def exclusive_annotations(jobset: JobSet, rjob: ReplicatedJob) -> dict[str, str]:

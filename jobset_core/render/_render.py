@@ -8,13 +8,21 @@ from typing import Any, get_args
 from jobset_core import labels, naming
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import Problem, SpecError
+from jobset_core.limits import MAX_RENDERED_JOBS
 from jobset_core.models import JobSet, OwnerReference
 from jobset_core.render._job import Placement, construct_job
 from jobset_core.render._metadata import identities
 from jobset_core.render._result import RenderedJobSet
 from jobset_core.resources import JOBSET, SERVICE
 
-__all__ = ["PLACEMENTS", "headless_service", "jobset_owner_reference", "render"]
+__all__ = [
+    "PLACEMENTS",
+    "check_job_count",
+    "headless_service",
+    "job_count",
+    "jobset_owner_reference",
+    "render",
+]
 
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
 
@@ -28,6 +36,7 @@ def render(
     owner: OwnerReference | Mapping[str, Any] | None = None,
     placement: Placement = "webhook",
     job_restart_attempts: Mapping[str, Sequence[int]] | None = None,
+    max_jobs: int | None = None,
 ) -> RenderedJobSet:
     """The headless Service and every child Job the upstream controller (v0.12.0) would create.
 
@@ -53,9 +62,11 @@ def render(
             (``status.replicatedJobsStatus[].jobRestarts``). Passing it mirrors a controller
             with the ``RestartJob`` feature gate on: Jobs get the ``job-restart-attempt``
             label (0 for a missing index). ``None`` (gate off) adds no such label.
+        max_jobs: Refuse, before building any, to render more child Jobs than this (``None``:
+            no limit; ``jobsetctl render`` passes :data:`jobset_core.limits.MAX_RENDERED_JOBS`).
 
     Raises:
-        SpecError: The JobSet has no name.
+        SpecError: The JobSet has no name, or more than ``max_jobs`` Jobs.
         ValueError: ``namespace`` is empty, ``restart_attempt`` negative or ``placement``
             unknown.
     """
@@ -69,6 +80,8 @@ def render(
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
 
     js = with_defaults(jobset)
+    if max_jobs is not None:
+        check_job_count(js, max_jobs)
     resolved_uid = uid if uid is not None else (js.metadata.uid or "")
     owner_ref = _owner(owner, js.name, resolved_uid)
     jobs_by_rjob = {rjob.name: rjob for rjob in js.replicated_jobs}
@@ -90,6 +103,34 @@ def render(
         )
     )
     return RenderedJobSet(service=_headless_service(js, namespace, owner_ref), jobs=jobs)
+
+
+def job_count(jobset: JobSet) -> int:
+    """How many child Jobs the JobSet has: the sum of its replicas (1 when unset)."""
+    return sum(max(r.replicas if r.replicas is not None else 1, 0) for r in jobset.replicated_jobs)
+
+
+def check_job_count(jobset: JobSet, max_jobs: int = MAX_RENDERED_JOBS) -> None:
+    """Refuse a JobSet with more than ``max_jobs`` child Jobs (nothing is built).
+
+    Raises:
+        SpecError: naming the replicas of the largest replicated job.
+    """
+    count = job_count(jobset)
+    if count <= max_jobs:
+        return
+    rjobs = jobset.replicated_jobs
+    largest = max(range(len(rjobs)), key=lambda i: rjobs[i].replicas or 0)
+    raise SpecError(
+        [
+            Problem(
+                f"spec.replicatedJobs[{largest}].replicas",
+                f"the JobSet has {count} child Jobs; rendering builds at most {max_jobs} "
+                "(jobset_core.limits.MAX_RENDERED_JOBS)",
+                "render-job-count",
+            )
+        ]
+    )
 
 
 def headless_service(

@@ -17,8 +17,12 @@ are sorted by path (indexes compared as numbers).
 
 Rule ids:
 
+* input (whole-file problems of :func:`jobset_core.load_jobset`, within
+  :mod:`jobset_core.limits`): ``read``, ``file-size``, ``not-utf8``, ``yaml``, ``yaml-depth``,
+  ``yaml-aliases``, ``kind``; for Python data ``depth``, ``cycle``, ``too-many-nodes``;
 * model (as :func:`jobset_core.load_jobset` reports them): ``unknown-field`` and pydantic's
   error types (``literal_error``, ``missing``, ``greater_than_equal``, ...);
+* the target namespace (``validate(..., namespace=...)``): ``namespace-mismatch``;
 * JobSet (webhook, CRD): ``jobset-name``, ``namespace``, ``subdomain``, ``managed-by``,
   ``replicas``, ``pods-max-int32``, ``group-name``, ``job-name``, ``pod-name``,
   ``replicated-job-duplicate``, ``depends-on-first``, ``depends-on-order``,
@@ -28,10 +32,16 @@ Rule ids:
   ``failure-rule-name-unique``, ``failure-rule-target``, ``failure-rule-reason``,
   ``coordinator``, ``coordinator-label``, ``volume-claim-name``, ``volume-claim-unmounted``,
   ``volume-claim-conflict``, ``volume-claim-namespace``, ``volume-claim-max-items``, ``ttl``,
-  ``exclusive-topology``;
-* Kubernetes schema: ``unknown-field``, ``type``, ``required``, ``quantity``, ``duplicate``;
+  ``exclusive-topology``, ``depends-on-self``, ``replicated-job-name``;
+* Kubernetes schema: ``unknown-field``, ``type``, ``required``, ``quantity``, ``int-range``,
+  ``duplicate``;
 * Job: ``job-*`` (``job-indexed-completions``, ``job-restart-policy``, ...); pod template:
-  ``pod-*``, ``container-*``, ``label-key``, ``label-value``, ``annotation-key``.
+  ``pod-*``, ``container-*`` (``container-env`` for environment variables),
+  ``extended-resource-size``, ``label-key``, ``label-value``, ``annotation-key``,
+  ``annotations-size``.
+
+Where a rule rejects what the API server accepts, it is listed in
+:data:`.strictness.STRICTNESS`; ``docs/validation.md`` has the table and the input limits.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from collections.abc import Mapping
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import Problem, SpecError
 from jobset_core.models import JobSet, load_jobset
+from jobset_core.naming import ensure_namespace
 from jobset_core.validation import _job, _jobset, _k8s_schema, _pod
 from jobset_core.validation._common import Collector, as_map, as_str, sort_problems
 
@@ -60,6 +71,7 @@ def validate(
     *,
     feature_gates: Mapping[str, bool] | None = None,
     allow_unknown_fields: bool = False,
+    namespace: str | None = None,
 ) -> list[Problem]:
     """Every problem of ``jobset``, as the API server, the upstream webhook and Kubernetes'
     Job validation would find them (and a few they find too late); empty when valid.
@@ -70,12 +82,16 @@ def validate(
             merged over :data:`FEATURE_GATES`.
         allow_unknown_fields: Accept fields the installed models and ``kubernetes`` client do
             not know (e.g. a Job field newer than the client); they are carried, not checked.
+        namespace: The namespace the JobSet will be created in, when known: a
+            ``metadata.namespace`` that differs is a problem (the API server refuses it).
 
     Raises:
-        ValueError: ``feature_gates`` names a gate upstream does not have.
+        ValueError: ``feature_gates`` names a gate upstream does not have, or ``namespace`` is
+            not a valid namespace name.
     """
     gates = _gates(feature_gates)
     out = Collector()
+    _check_target_namespace(out, jobset, namespace)
     out.problems.extend(_model_problems(jobset, allow_unknown_fields))
     defaulted = with_defaults(jobset)
     _pod.check_metadata(out, jobset.metadata.to_dict(), ("metadata",))
@@ -93,8 +109,11 @@ def validate(
                 allow_unknown_fields=allow_unknown_fields,
             )
         )
+        added = _controller_annotations(defaulted, index)
         if rjob.template.metadata is not None:
-            _pod.check_metadata(out, rjob.template.metadata.to_dict(), (*loc, "metadata"))
+            _pod.check_metadata(
+                out, rjob.template.metadata.to_dict(), (*loc, "metadata"), added=added
+            )
         _job.check_job_spec(
             out,
             rjob.template.spec,
@@ -102,6 +121,7 @@ def validate(
             mode_defaulted=raw.template.spec.get("completionMode") is None,
             claim_names=claims,
             added_labels=_jobset.added_pod_labels(defaulted, rjob),
+            added_annotations=added,
         )
     for p_index, policy in enumerate(defaulted.spec.volume_claim_policies or []):
         for t_index, template in enumerate(policy.templates or []):
@@ -121,6 +141,7 @@ def ensure_valid(
     *,
     feature_gates: Mapping[str, bool] | None = None,
     allow_unknown_fields: bool = False,
+    namespace: str | None = None,
 ) -> JobSet:
     """Return ``jobset`` unchanged if :func:`validate` finds nothing.
 
@@ -128,7 +149,10 @@ def ensure_valid(
         SpecError: with every problem found.
     """
     problems = validate(
-        jobset, feature_gates=feature_gates, allow_unknown_fields=allow_unknown_fields
+        jobset,
+        feature_gates=feature_gates,
+        allow_unknown_fields=allow_unknown_fields,
+        namespace=namespace,
     )
     if problems:
         raise SpecError(problems)
@@ -142,6 +166,20 @@ def _gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
     return {**FEATURE_GATES, **(feature_gates or {})}
 
 
+def _check_target_namespace(out: Collector, jobset: JobSet, namespace: str | None) -> None:
+    if namespace is None:
+        return
+    ensure_namespace(namespace)
+    written = jobset.metadata.namespace
+    if written and written != namespace:
+        out.add(
+            ("metadata", "namespace"),
+            f"the JobSet's namespace {written!r} is not the namespace it is created in "
+            f"({namespace!r}); the API server refuses the mismatch",
+            "namespace-mismatch",
+        )
+
+
 def _model_problems(jobset: JobSet, allow_unknown_fields: bool) -> list[Problem]:
     # The models check types, enums and required fields on construction, but a JobSet can be
     # built without validation (model_construct) or carry unknown fields: check again.
@@ -150,6 +188,21 @@ def _model_problems(jobset: JobSet, allow_unknown_fields: bool) -> list[Problem]
     except SpecError as err:
         return list(err.problems)
     return []
+
+
+#: A UID's length (the controller's labels carry the JobSet's, unknown before it is created).
+_UID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
+
+
+def _controller_annotations(defaulted: JobSet, index: int) -> dict[str, str]:
+    """The annotations the controller adds to the Jobs (and pod templates) of replicated job
+    ``index`` at their first creation, for its last Job (the longest values)."""
+    from jobset_core.render._metadata import exclusive_annotations, identity
+
+    rjob = defaulted.replicated_jobs[index]
+    last = max((rjob.replicas if rjob.replicas is not None else 1) - 1, 0)
+    found = identity(defaulted, index, last, "default", uid=_UID_PLACEHOLDER, restart_attempt=0)
+    return {**dict(found.values), **exclusive_annotations(defaulted, rjob)}
 
 
 def _claim_names(jobset: JobSet) -> set[str]:

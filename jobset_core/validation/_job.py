@@ -46,6 +46,7 @@ def check_job_spec(
     mode_defaulted: bool,
     claim_names: Collection[str],
     added_labels: Mapping[str, str],
+    added_annotations: Mapping[str, str] | None = None,
 ) -> None:
     """Check one (defaulted) Job template spec.
 
@@ -57,6 +58,8 @@ def check_job_spec(
         claim_names: ``volumeClaimPolicies`` template names (JobSet adds those volumes).
         added_labels: Pod-template labels the JobSet controller adds with the same value to
             every Job of this replicated job (used to evaluate a manual ``selector``).
+        added_annotations: The annotations the controller adds to the pod template (they
+            count towards its size limit).
     """
     completions, parallelism = as_int(spec.get("completions")), as_int(spec.get("parallelism"))
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -89,7 +92,12 @@ def check_job_spec(
     _check_replacement_and_restart(out, spec, loc)
     _check_selector(out, spec, loc, added_labels)
     pod_template = as_map(spec.get("template"))
-    check_metadata(out, as_map(pod_template.get("metadata")), (*loc, "template", "metadata"))
+    check_metadata(
+        out,
+        as_map(pod_template.get("metadata")),
+        (*loc, "template", "metadata"),
+        added=added_annotations,
+    )
     if isinstance(pod_template.get("spec"), Mapping):
         check_pod_spec(out, pod_template["spec"], (*loc, "template", "spec"), claim_names)
 

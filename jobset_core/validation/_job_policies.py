@@ -103,7 +103,8 @@ def _check_on_exit_codes(
             "must be one of the container or initContainer names in the pod template",
             "job-pod-failure-policy",
         )
-    values = [as_int(v) for v in as_list(on_exit.get("values"))]
+    # A null item is decoded as 0 by the API server.
+    values = [0 if v is None else as_int(v) for v in as_list(on_exit.get("values"))]
     if not values:
         out.add((*loc, "values"), "at least one value is required", "job-pod-failure-policy")
     elif len(values) > _MAX_EXIT_CODES:

@@ -5,16 +5,9 @@ defaulted object (the webhook validates what the mutating webhook produced). Mes
 upstream's where upstream has one; paths point at the field to change (upstream reports many
 of these errors without a path).
 
-Deliberate differences (stricter, all are failures upstream too, only later or worse):
-
-* every problem is reported, where upstream stops early (coordinator checks, a RestartJob
-  action without its gate);
-* a replicated job that depends on itself is rejected (upstream accepts it; it never starts);
-* the JobSet name must be a DNS-1035 label on its own (upstream only checks the generated Job
-  names, which fails for the same names with a less direct message);
-* ``replicas >= 0`` (a CRD ``minimum`` only on upstream main, not in v0.12.0);
-* the exclusive-topology annotation must name a valid node label key (upstream puts it in pod
-  affinity terms, and every pod of the JobSet then fails to be created).
+Every problem is reported, where upstream stops early (coordinator checks, a RestartJob action
+without its gate). Where a rule rejects what upstream accepts, it is listed in
+:data:`jobset_core.validation.strictness.STRICTNESS` (and nowhere else).
 
 The failure-policy, coordinator and volume-claim rules are in :mod:`._jobset_policies`.
 """
@@ -95,6 +88,14 @@ def _check_name(out: Collector, js: JobSet) -> bool:
 
 def _check_network(out: Collector, js: JobSet) -> None:
     subdomain = js.spec.network.subdomain if js.spec.network else None
+    dns = js.spec.network is None or js.spec.network.enable_dns_hostnames is not False
+    if not subdomain and dns and len(effective_name(js)) > 63:
+        # The headless Service is named after the JobSet (and selects its jobset-name label).
+        out.add(
+            ("metadata", "name"),
+            f"{_names.max_len(63)}: it names the headless Service (set spec.network.subdomain)",
+            "jobset-name",
+        )
     if not subdomain:
         return
     loc: Loc = ("spec", "network", "subdomain")
@@ -130,6 +131,14 @@ def _check_replicated_job_list(out: Collector, js: JobSet) -> None:
         seen.setdefault(rjob.name, index)
     startup = js.spec.startup_policy
     in_order = startup is not None and startup.startup_policy_order == "InOrder"
+    if in_order and js.spec.replicated_jobs is None:
+        # The CRD's CEL rule reads spec.replicatedJobs, which must then exist.
+        out.add(
+            ("spec", "replicatedJobs"),
+            "no such key: replicatedJobs evaluating rule: StartupPolicy and DependsOn APIs are "
+            "mutually exclusive",
+            "startup-policy-depends-on",
+        )
     if in_order and any(rjob.depends_on is not None for rjob in js.replicated_jobs):
         out.add(
             ("spec", "startupPolicy", "startupPolicyOrder"),
@@ -154,6 +163,8 @@ def _check_sizes(out: Collector, js: JobSet, rjob: ReplicatedJob, loc: Loc, name
             f"for replicatedJob '{rjob.name}'",
             "pods-max-int32",
         )
+    # The name is the value of the replicatedjob-name label of every Job and pod.
+    out.extend((*loc, "name"), _names.label_value(rjob.name), "replicated-job-name")
     for message in _names.dns1035_label(rjob.group_name or ""):
         too_long = message.startswith("must be no more")
         out.add((*loc, "groupName"), _GROUP_NAME_TOO_LONG if too_long else message, "group-name")
@@ -196,7 +207,13 @@ def _check_depends_on(
                 "depends-on-duplicate",
             )
         seen.add(dep.name)
-        if not first and dep.name not in earlier:
+        if dep.name == rjob.name:
+            out.add(
+                (*loc, "dependsOn", index, "name"),
+                f"replicatedJob: {rjob.name} cannot depend on itself (it would wait forever)",
+                "depends-on-self",
+            )
+        elif not first and dep.name not in earlier:
             out.add(
                 (*loc, "dependsOn", index, "name"),
                 f"replicatedJob: {rjob.name} cannot depend on replicatedJob: {dep.name} "

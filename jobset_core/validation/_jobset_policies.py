@@ -180,6 +180,14 @@ def check_volume_claim_policies(out: Collector, js: JobSet) -> None:
     for policy_index, policy in enumerate(policies):
         templates = policy.templates or []
         ploc: Loc = ("spec", "volumeClaimPolicies", policy_index, "templates")
+        if policy.templates is None:
+            # The CRD's CEL rule reads templates, which must then exist.
+            out.add(
+                ploc,
+                "no such key: templates evaluating rule: namespace cannot be set for "
+                "VolumeClaimPolicies templates",
+                "volume-claim-namespace",
+            )
         if len(templates) > _MAX_VOLUME_CLAIM_POLICIES:
             out.add(
                 ploc,

@@ -8,11 +8,13 @@ generated setters refuse ``None`` for required fields when client-side validatio
 This is the only module of the pure core that touches the ``kubernetes`` package, and it does
 so lazily, inside functions, so importing the core never imports the client.
 
-Two facts the client models do not carry are kept as small tables here, and a test checks them
-against the JobSet CRD (``x-kubernetes-int-or-string`` and ``x-kubernetes-list-map-keys`` under
-the Job template), so they cannot drift:
+Three facts the client models do not carry are kept as small tables here, and a test checks them
+against the JobSet CRD (``x-kubernetes-int-or-string``, ``format`` and
+``x-kubernetes-list-map-keys`` under the Job template), so they cannot drift:
 
-* resource quantities are typed ``str`` by the client but accept numbers (``cpu: 1``);
+* resource quantities are typed ``str`` by the client but accept numbers (``cpu: 1``), with the
+  API server's own syntax (:mod:`._quantity`);
+* integers are ``int32`` or ``int64``: the API server cannot decode a larger value;
 * lists the CRD declares as maps must not repeat a key (e.g. two ``env`` entries ``FOO``).
 
 Different installed client versions know different Kubernetes fields: the kfp side pins client
@@ -23,15 +25,16 @@ so a field newer than the client can be carried with ``allow_unknown_fields=True
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from jobset_core.errors import Problem, format_path
+from jobset_core.validation._quantity import quantity_error
 
 __all__ = [
+    "INT64_FIELDS",
     "LIST_MAP_KEYS",
     "NOT_REQUIRED",
     "QUANTITY_FIELDS",
@@ -46,12 +49,34 @@ Loc = tuple[str | int, ...]
 QUANTITY_FIELDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("V1EmptyDirVolumeSource", "size_limit"),
+        ("V1PersistentVolumeClaimStatus", "allocated_resources"),
+        ("V1PersistentVolumeClaimStatus", "capacity"),
         ("V1PodSpec", "overhead"),
         ("V1ResourceFieldSelector", "divisor"),
         ("V1ResourceRequirements", "limits"),
         ("V1ResourceRequirements", "requests"),
         ("V1VolumeResourceRequirements", "limits"),
         ("V1VolumeResourceRequirements", "requests"),
+    }
+)
+
+#: ``(client model class, attribute)`` of the integers the CRD declares ``format: int64``; every
+#: other integer is ``int32`` (the client types both as ``int``).
+INT64_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("V1JobSpec", "active_deadline_seconds"),
+        ("V1PodSecurityContext", "fs_group"),
+        ("V1PodSecurityContext", "run_as_group"),
+        ("V1PodSecurityContext", "run_as_user"),
+        ("V1PodSecurityContext", "supplemental_groups"),
+        ("V1PodSpec", "active_deadline_seconds"),
+        ("V1PodSpec", "termination_grace_period_seconds"),
+        ("V1Probe", "termination_grace_period_seconds"),
+        ("V1SecurityContext", "run_as_group"),
+        ("V1SecurityContext", "run_as_user"),
+        ("V1ServiceAccountTokenProjection", "expiration_seconds"),
+        ("V1SleepAction", "seconds"),
+        ("V1Toleration", "toleration_seconds"),
     }
 )
 
@@ -74,6 +99,7 @@ LIST_MAP_KEYS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("V1EphemeralContainer", "ports"): ("containerPort", "protocol"),
     ("V1EphemeralContainer", "volume_devices"): ("devicePath",),
     ("V1EphemeralContainer", "volume_mounts"): ("mountPath",),
+    ("V1PersistentVolumeClaimStatus", "conditions"): ("type",),
     ("V1PodFailurePolicyOnExitCodesRequirement", "values"): (),
     ("V1PodSpec", "containers"): ("name",),
     ("V1PodSpec", "ephemeral_containers"): ("name",),
@@ -86,13 +112,6 @@ LIST_MAP_KEYS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("V1PodSpec", "volumes"): ("name",),
     ("V1ResourceRequirements", "claims"): ("name",),
 }
-
-# resource.Quantity's syntax (k8s.io/apimachinery/pkg/api/resource): a decimal number with an
-# optional binary/decimal SI suffix or exponent.
-_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
-_QUANTITY_MSG = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
 
 _PRIMITIVE_NAMES = {
     "str": "string",
@@ -179,8 +198,11 @@ class _Walker:
                 continue
             if value is None:
                 continue
-            quantity = (class_name, known.attr) in QUANTITY_FIELDS
-            self.value(value, known.type, (*loc, key), quantity)
+            pair = (class_name, known.attr)
+            kind = (
+                "quantity" if pair in QUANTITY_FIELDS else "int64" if pair in INT64_FIELDS else ""
+            )
+            self.value(value, known.type, (*loc, key), kind)
             list_keys = LIST_MAP_KEYS.get((class_name, known.attr))
             if list_keys is not None and isinstance(value, list):
                 self.unique(value, list_keys, (*loc, key))
@@ -188,14 +210,18 @@ class _Walker:
             if known.required and data.get(key) is None:
                 self.add((*loc, key), "required field is missing", "required")
 
-    def value(self, value: Any, type_: str, loc: Loc, quantity: bool = False) -> None:
+    def value(self, value: Any, type_: str, loc: Loc, kind: str = "") -> None:
         if type_.startswith("list["):
             if not isinstance(value, list):
                 self.add(loc, f"must be of type array; got {_json_type(value)}", "type")
                 return
+            inner = type_[5:-1]
             for index, item in enumerate(value):
                 if item is not None:
-                    self.value(item, type_[5:-1], (*loc, index), quantity)
+                    self.value(item, inner, (*loc, index), kind)
+                elif _is_model(inner):
+                    # The API server decodes a null item as a zero-valued object.
+                    self.model({}, inner, (*loc, index))
         elif type_.startswith(("dict(", "dict[")):
             if not isinstance(value, Mapping):
                 self.add(loc, f"must be of type object; got {_json_type(value)}", "type")
@@ -203,22 +229,22 @@ class _Walker:
             inner = type_[type_.index(",") + 1 : -1].strip()
             for key, item in value.items():
                 if item is not None:
-                    self.value(item, inner, (*loc, str(key)), quantity)
+                    self.value(item, inner, (*loc, str(key)), kind)
         elif type_ == "object":
             return
         elif type_ in _PRIMITIVE_NAMES:
-            self.primitive(value, type_, loc, quantity)
+            self.primitive(value, type_, loc, kind)
         else:
             self.model(value, type_, loc)
 
-    def primitive(self, value: Any, type_: str, loc: Loc, quantity: bool) -> None:
-        if quantity:
+    def primitive(self, value: Any, type_: str, loc: Loc, kind: str) -> None:
+        if kind == "quantity":
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 self.add(
                     loc, f"must be a quantity (string or number); got {_json_type(value)}", "type"
                 )
-            elif isinstance(value, str) and not _QUANTITY.fullmatch(value):
-                self.add(loc, _QUANTITY_MSG, "quantity")
+            elif quantity_error(value):
+                self.add(loc, quantity_error(value), "quantity")
             return
         ok = {
             "str": isinstance(value, str),
@@ -232,6 +258,15 @@ class _Walker:
         if not ok:
             expected = _PRIMITIVE_NAMES[type_]
             self.add(loc, f"must be of type {expected}; got {_json_type(value)}", "type")
+        elif type_ == "int":
+            bits = 64 if kind == "int64" else 32
+            if not -(2 ** (bits - 1)) <= int(value) < 2 ** (bits - 1):
+                self.add(
+                    loc,
+                    f"must be an int{bits} (from {-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1}); "
+                    f"the API server cannot decode {int(value)}",
+                    "int-range",
+                )
 
     def unique(self, items: list[Any], keys: tuple[str, ...], loc: Loc) -> None:
         seen: dict[Any, int] = {}
@@ -258,6 +293,13 @@ class _Walker:
             f"{client_version()}, which knows Kubernetes {_kubernetes_minor()}: pass "
             "allow_unknown_fields=True to carry it)"
         )
+
+
+def _is_model(type_: str) -> bool:
+    return not type_.startswith(("list[", "dict(", "dict[")) and type_ not in (
+        *_PRIMITIVE_NAMES,
+        "object",
+    )
 
 
 def _is_int(value: Any) -> bool:

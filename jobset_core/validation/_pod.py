@@ -1,11 +1,12 @@
 """A subset of Kubernetes' pod-template validation (``pkg/apis/core/validation``, v1.36).
 
 What a Job's pod template most often gets wrong: no containers, container names, images,
-pull policies, ports, env names, container resources (:mod:`._resources`), probes and hooks
-(:mod:`._probes`), volume names, sources and mounts, tolerations, label and annotation syntax.
-Mounts may name a ``volumeClaimPolicies`` template: the JobSet controller adds that volume.
-Not mirrored: security contexts, affinity, topology spread, DNS config, volume source details,
-resource claims, scheduling gates, pod-level resources, env var name syntax, sidecar
+pull policies, ports, environment variables (:mod:`._env`), container resources
+(:mod:`._resources`), probes and hooks (:mod:`._probes`), volume names, sources and mounts,
+``emptyDir.sizeLimit``, tolerations, label and annotation syntax and the annotations' total
+size. Mounts may name a ``volumeClaimPolicies`` template: the JobSet controller adds that
+volume. Not mirrored: security contexts, affinity, topology spread, DNS config, other volume
+source details, resource claims, scheduling gates, pod-level resources, sidecar
 ``restartPolicy`` rules.
 """
 
@@ -24,10 +25,12 @@ from jobset_core.validation._common import (
     as_str,
     unsupported,
 )
+from jobset_core.validation._env import check_env, check_env_from
 from jobset_core.validation._probes import check_probes
+from jobset_core.validation._quantity import parse_quantity
 from jobset_core.validation._resources import check_container_resources
 
-__all__ = ["check_metadata", "check_pod_spec"]
+__all__ = ["ANNOTATIONS_MAX_BYTES", "check_metadata", "check_pod_spec"]
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
@@ -70,14 +73,36 @@ _TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")  # server order
 
 
-def check_metadata(out: Collector, metadata: Mapping[str, Any], loc: Loc) -> None:
-    """Label keys and values, annotation keys (``ValidateObjectMeta``)."""
+#: ``TotalAnnotationSizeLimitB``: the bytes of every annotation key and value together.
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+
+
+def check_metadata(
+    out: Collector, metadata: Mapping[str, Any], loc: Loc, added: Mapping[str, str] | None = None
+) -> None:
+    """Label keys and values, annotation keys and the annotations' total size
+    (``ValidateObjectMeta``); ``added``: annotations the controller adds to the object."""
     for key, value in as_map(metadata.get("labels")).items():
         out.extend((*loc, "labels", key), _names.qualified_name(str(key)), "label-key")
         if isinstance(value, str):
             out.extend((*loc, "labels", key), _names.label_value(value), "label-value")
-    for key in as_map(metadata.get("annotations")):
-        out.extend((*loc, "annotations", key), _names.qualified_name(str(key)), "annotation-key")
+    annotations = as_map(metadata.get("annotations"))
+    for key in annotations:
+        # Annotation keys are checked in lower case: only the label key syntax counts.
+        errors = _names.qualified_name(str(key).lower())
+        out.extend((*loc, "annotations", key), errors, "annotation-key")
+    total = sum(
+        len(str(key).encode()) + len(value.encode() if isinstance(value, str) else b"")
+        for key, value in {**annotations, **(added or {})}.items()
+    )
+    if total > ANNOTATIONS_MAX_BYTES:
+        extra = " with the ones the JobSet controller adds" if added else ""
+        out.add(
+            (*loc, "annotations"),
+            f"Too long: may not be more than {ANNOTATIONS_MAX_BYTES} bytes (keys and values "
+            f"together are {total} bytes{extra})",
+            "annotations-size",
+        )
 
 
 def check_pod_spec(
@@ -143,9 +168,8 @@ def _check_container(
     _check_ports(out, as_list(ctr.get("ports")), (*loc, "ports"))
     check_container_resources(out, as_map(ctr.get("resources")), (*loc, "resources"))
     check_probes(out, ctr, loc, init=loc[-2] == "initContainers")
-    for index, raw in enumerate(as_list(ctr.get("env"))):
-        if as_map(raw).get("name") == "":
-            out.add((*loc, "env", index, "name"), "Required value", "container-env")
+    check_env(out, ctr.get("env"), (*loc, "env"))
+    check_env_from(out, ctr.get("envFrom"), (*loc, "envFrom"))
     for index, raw in enumerate(as_list(ctr.get("volumeMounts"))):
         mount = as_map(raw)
         mount_name = as_str(mount.get("name"))
@@ -240,5 +264,13 @@ def _check_volume(out: Collector, volume: Mapping[str, Any], loc: Loc) -> None:
         out.extend((*loc, "name"), _names.dns1123_label(name), "pod-volume-name")
     # No source at all is fine: Kubernetes defaults it to emptyDir (SetDefaults_Volume).
     sources = [key for key in _VOLUME_SOURCES if volume.get(key) is not None]
+    size = as_map(volume.get("emptyDir")).get("sizeLimit")
+    quantity = parse_quantity(size) if size is not None else None
+    if quantity is not None and quantity < 0:
+        out.add(
+            (*loc, "emptyDir", "sizeLimit"),
+            "Forbidden: SizeLimit field must be a valid resource quantity (not negative)",
+            "pod-volume-source",
+        )
     for extra in sources[1:]:
         out.add((*loc, extra), "may not specify more than 1 volume type", "pod-volume-source")

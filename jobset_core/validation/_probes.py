@@ -3,8 +3,8 @@
 Mirrors ``validateProbe``, ``validateLivenessProbe``/``Readiness``/``Startup``,
 ``validateHandler`` and the init-container rule (probes and hooks only on sidecars,
 ``restartPolicy: Always``), after Kubernetes' probe defaults (``successThreshold`` 0 means 1,
-``httpGet.scheme`` empty means HTTP). Not mirrored: ``exec.command`` contents, HTTP header
-names, the ``sleep`` action's bounds.
+``httpGet.scheme`` empty means HTTP), and an ``exec`` handler's required ``command``. Not
+mirrored: HTTP header names, the ``sleep`` action's bounds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset_core.validation import _names
-from jobset_core.validation._common import Collector, Loc, as_int, as_map, unsupported
+from jobset_core.validation._common import Collector, Loc, as_int, as_list, as_map, unsupported
 
 __all__ = ["check_probes"]
 
@@ -84,8 +84,11 @@ def _check_handler(
     if not present:
         return
     first, action = present[0], as_map(handler.get(present[0]))
+    if first == "exec" and not as_list(action.get("command")):
+        out.add((*loc, first, "command"), "Required value", "container-probe")
     if first in ("httpGet", "tcpSocket", "grpc"):
-        _check_port(out, action.get("port"), (*loc, first, "port"))
+        # A missing or null port is decoded as 0 by the API server.
+        _check_port(out, action.get("port") or 0, (*loc, first, "port"))
     scheme = action.get("scheme") or "HTTP"
     if first == "httpGet" and scheme not in ("HTTP", "HTTPS"):
         out.add((*loc, first, "scheme"), unsupported(scheme, ("HTTP", "HTTPS")), "container-probe")

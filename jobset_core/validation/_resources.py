@@ -9,40 +9,17 @@ check. Not mirrored: hugepages' page-size rules and pod-level ``resources``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from jobset_core.validation import _names
 from jobset_core.validation._common import Collector, Loc, as_map
+from jobset_core.validation._quantity import parse_quantity
 
-__all__ = ["check_container_resources", "parse_quantity"]
+__all__ = ["check_container_resources"]
 
-_QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _STANDARD = ("cpu", "memory", "ephemeral-storage")
-
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """A resource quantity (``"500m"``, ``"1Gi"``, ``2``) as a number; ``None`` if malformed."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    try:
-        number, suffix = Decimal(match.group(1)), match.group(2) or ""
-    except InvalidOperation:
-        return None
-    if suffix in _BINARY:
-        return number * Decimal(2) ** _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number.scaleb(_DECIMAL[suffix])
-    return number.scaleb(int(suffix[1:]))
 
 
 def _is_native(name: str) -> bool:
@@ -73,10 +50,25 @@ def _check_name(out: Collector, name: str, loc: Loc) -> None:
         out.add(loc, "doesn't follow extended resource name standard", "container-resources")
 
 
+#: The largest extended-resource quantity whose thousandfold fits an int64: above it the API
+#: server's integer check (``MilliValue() % 1000``) overflows, and depending on the spelling it
+#: accepts the value or calls it not an integer.
+EXTENDED_RESOURCE_MAX = (2**63 - 1) // 1000
+
+
 def _check_value(out: Collector, name: str, quantity: Decimal, loc: Loc) -> None:
     if quantity < 0:
         out.add(loc, "must be greater than or equal to 0", "container-resources")
-    if _is_extended(name) and quantity != quantity.to_integral_value():
+    if not _is_extended(name):
+        return
+    if quantity > EXTENDED_RESOURCE_MAX:
+        out.add(
+            loc,
+            f"must be at most {EXTENDED_RESOURCE_MAX} (the API server's integer check "
+            "overflows above it)",
+            "extended-resource-size",
+        )
+    elif quantity != quantity.to_integral_value():
         out.add(loc, "must be an integer", "container-resources")
 
 

@@ -73,19 +73,6 @@ def test_templated_sources_are_not_parsed_at_parse_time() -> None:
     assert "jobset" in op.template_fields
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"backend": "kubeflow"}, "backend must be"),
-        ({"delete_policy": "sometimes"}, "delete_policy must be"),
-    ],
-    ids=["backend", "delete-policy"],
-)
-def test_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        JobSetOperator(task_id="t", jobset=small(), **kwargs)
-
-
 def test_deferrable_default_comes_from_config(monkeypatch: pytest.MonkeyPatch) -> None:
     assert JobSetOperator(task_id="t", jobset=small()).deferrable is False
     monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "true")

@@ -206,6 +206,50 @@ def test_render_refuses_a_namespace_mismatch(tmp_path: Path) -> None:
     assert "metadata.namespace" in err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["render", "js.yaml", "-n", "BAD NS!"], id="render"),
+        pytest.param(["validate", "js.yaml", "-n", "BAD NS!"], id="validate"),
+        pytest.param(["run", "js.yaml", "-n", "BAD NS!"], id="run"),
+        pytest.param(["status", "js", "--namespace", "BAD NS!"], id="status"),
+        pytest.param(["delete", "js", "-n", "a" * 64], id="delete-too-long"),
+        pytest.param(["logs", "js", "-n", "Team"], id="logs-upper-case"),
+    ],
+)
+def test_a_bad_namespace_flag_is_a_usage_error_before_anything_is_read(argv: list[str]) -> None:
+    code, out, err = run(*argv)
+    assert (code, out) == (cli.EXIT_USAGE, "")
+    assert "argument -n/--namespace: namespace " in err
+    assert "is not a valid namespace name" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["status", "Bad_Name"], id="status"),
+        pytest.param(["delete", "1js"], id="delete"),
+        pytest.param(["logs", "js.x"], id="logs"),
+        pytest.param(["logs", "js", "--job-index", "-1"], id="negative-job-index"),
+        pytest.param(["logs", "js", "--pod-index", "x"], id="pod-index-not-a-number"),
+    ],
+)
+def test_bad_names_and_indexes_of_cluster_commands_are_usage_errors(argv: list[str]) -> None:
+    code, out, err = run(*argv)
+    assert (code, out) == (cli.EXIT_USAGE, "")
+    assert err.startswith("usage: jobsetctl")
+
+
+def test_validate_checks_the_namespace_it_is_given(tmp_path: Path) -> None:
+    js = good()
+    js.metadata.namespace = "team"
+    path = write(tmp_path, "js.yaml", js)
+    assert run("validate", path, "-n", "team") == (0, "", "")
+    code, out, _ = run("validate", path, "-n", "other")
+    assert code == cli.EXIT_INVALID
+    assert out.startswith(f"{path}: metadata.namespace: the JobSet's namespace 'team' is not")
+
+
 def test_render_refuses_invalid_input(tmp_path: Path) -> None:
     path = write(tmp_path, "js.yaml", invalid_jobset())
     code, out, err = run("render", path)

@@ -359,6 +359,33 @@ def test_nulls_are_absent_fields() -> None:
     assert load_jobset(document).to_dict() == minimal()
 
 
+def test_a_null_unknown_field_is_still_unknown() -> None:
+    document = minimal()
+    document["metadata"]["colour"] = None
+    with pytest.raises(SpecError) as raised:
+        load_jobset(document)
+    assert [(p.path, p.rule) for p in raised.value.problems] == [
+        ("metadata.colour", "unknown-field")
+    ]
+
+
+def test_null_list_items_are_zero_values_and_null_labels_empty() -> None:
+    document = minimal()
+    document["metadata"]["labels"] = {"team": None}
+    document["spec"]["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [None]}
+    document["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["x"] = None
+    jobset = load_jobset(document, allow_unknown_fields=True)
+    assert jobset.metadata.labels == {"team": ""}
+    assert jobset.spec.success_policy is not None
+    assert jobset.spec.success_policy.target_replicated_jobs == [""]
+    # In memory the template keeps what was written; a dump leaves the null out.
+    assert "x" in jobset.replicated_jobs[0].template.spec["template"]["spec"]
+    assert (
+        "x"
+        not in jobset.to_dict()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    )
+
+
 def _sources(tmp_path: Path) -> dict[str, Any]:
     text = yaml.safe_dump(minimal())
     yaml_file = tmp_path / "js.yaml"

@@ -717,6 +717,62 @@ def _dependents(count: int) -> list[dict[str, Any]]:
 
 
 CRD_CASES = [
+    # -- found by the differential fuzzing (tests/core/test_fuzz_differential.py) ---------------
+    Case(
+        "InOrder startup policy without replicated jobs fails the CEL rule (no such key)",
+        {**js(), "spec": {"startupPolicy": {"startupPolicyOrder": "InOrder"}}},
+        (("spec.replicatedJobs", "startup-policy-depends-on", "no such key: replicatedJobs"),),
+    ),
+    Case(
+        "a volume claim policy without templates fails the CEL rule (no such key)",
+        js(rj(), volumeClaimPolicies=[{"retentionPolicy": {"whenDeleted": "Delete"}}]),
+        (
+            (
+                "spec.volumeClaimPolicies[0].templates",
+                "volume-claim-namespace",
+                "no such key: templates",
+            ),
+        ),
+    ),
+    Case(
+        "annotations over 256 KiB in total",
+        {**js(rj()), "metadata": {"name": "js", "annotations": {"a": "x" * 262_143, "b": ""}}},
+        (("metadata.annotations", "annotations-size", "may not be more than 262144 bytes"),),
+    ),
+    Case(
+        "annotations of exactly 256 KiB",
+        {**js(rj()), "metadata": {"name": "js", "annotations": {"a": "x" * 262_143}}},
+    ),
+    Case(
+        "annotation keys are checked in lower case",
+        {**js(rj()), "metadata": {"name": "js", "annotations": {"Example.com/Key": "v"}}},
+    ),
+    Case(
+        "a null label is the empty label (and its key is checked)",
+        {**js(rj()), "metadata": {"name": "js", "labels": {"ok": None, "bad key": None}}},
+        (("metadata.labels.bad key", "label-key", "name part must consist of"),),
+    ),
+    Case(
+        "a replicated job name is a label value of every Job",
+        js(rj("a-")),
+        ((f"{RJ0}.name", "replicated-job-name", "a valid label must be an empty string"),),
+        server_rejects=False,  # the Jobs are rejected (JobCreationFailed)
+    ),
+    Case(
+        "a JobSet name over 63 characters names the headless Service",
+        {**js(), "metadata": {"name": "a" * 64}, "spec": {}},
+        (("metadata.name", "jobset-name", "it names the headless Service"),),
+        server_rejects=False,  # the Service is rejected
+    ),
+    Case(
+        "a long JobSet name is fine without the Service",
+        {
+            **js(),
+            "metadata": {"name": "a" * 64},
+            "spec": {"network": {"enableDNSHostnames": False}},
+        },
+    ),
+    # -- the CRD and webhook rules --------------------------------------------------------------
     Case(
         "duplicate replicated job names (listType=map)",
         js(rj("workers"), rj("workers")),
@@ -899,8 +955,8 @@ CRD_CASES = [
         (
             (
                 f"{RJ1}.dependsOn[0].name",
-                "depends-on-order",
-                "replicatedJob: b cannot depend on replicatedJob: b",
+                "depends-on-self",
+                "replicatedJob: b cannot depend on itself",
             ),
         ),
         server_rejects=False,

@@ -1,8 +1,10 @@
 """The schema facts kept in ``jobset_core.validation._k8s_schema`` equal the JobSet CRD's.
 
-The client models carry the Job template's schema, except three facts we keep as tables:
-quantities (``x-kubernetes-int-or-string`` fields typed ``str`` by the client), lists the CRD
-declares as maps or sets, and fields older clients require but the CRD does not. These tests
+The client models carry the Job template's schema, except four facts we keep as tables:
+quantities (``x-kubernetes-int-or-string`` fields typed ``str`` by the client), the integers of
+``format: int64`` (all others are ``int32``), lists the CRD declares as maps or sets, and fields
+older clients require but the CRD does not. The depth of the whole CRD schema bounds the
+nesting of any valid JobSet, far below :data:`jobset_core.limits.MAX_DEPTH`. These tests
 walk the CRD (read from the downloaded JobSet Go module) and the installed client's models side
 by side, so any drift fails. Fields the installed client does not know are not compared (the
 kfp side's client 30 is older than the CRD's Kubernetes 1.36 schema).
@@ -18,22 +20,38 @@ import kubernetes.client
 import pytest
 import yaml
 
-from jobset_core.validation._k8s_schema import LIST_MAP_KEYS, NOT_REQUIRED, QUANTITY_FIELDS
+from jobset_core.limits import MAX_DEPTH
+from jobset_core.validation._k8s_schema import (
+    INT64_FIELDS,
+    LIST_MAP_KEYS,
+    NOT_REQUIRED,
+    QUANTITY_FIELDS,
+)
 from tests.core.conftest import locate_jobset_module
 
 CRD_PATH = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
 
 
 @cache
-def _job_spec_schema() -> dict[str, Any]:
+def _schema() -> dict[str, Any]:
     root, error = locate_jobset_module()
     if root is None:
         pytest.fail(f"cannot read the JobSet CRD: {error}")
     crd = yaml.safe_load((root / CRD_PATH).read_text(encoding="utf-8"))
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    rjob = schema["properties"]["spec"]["properties"]["replicatedJobs"]["items"]
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _job_spec_schema() -> dict[str, Any]:
+    rjob = _schema()["properties"]["spec"]["properties"]["replicatedJobs"]["items"]
     job_spec: dict[str, Any] = rjob["properties"]["template"]["properties"]["spec"]
     return job_spec
+
+
+def _claim_template_schema() -> dict[str, Any]:
+    policies = _schema()["properties"]["spec"]["properties"]["volumeClaimPolicies"]
+    template: dict[str, Any] = policies["items"]["properties"]["templates"]["items"]
+    return template
 
 
 def _inner(type_: str) -> str:
@@ -75,6 +93,7 @@ def _fields() -> tuple[Field, ...]:
                 yield from walk(inner, _element(child))
 
     found.extend(walk("V1JobSpec", _job_spec_schema()))
+    found.extend(walk("V1PersistentVolumeClaim", _claim_template_schema()))
     return tuple(found)
 
 
@@ -160,3 +179,39 @@ def test_required_fields_of_the_client_are_required_by_the_crd_except_the_known_
     assert only_crd == set()  # every field the CRD requires is reported when missing
     for class_name, attr in NOT_REQUIRED:
         assert attr not in crd.get(class_name, set())
+
+
+def test_integer_formats() -> None:
+    formats = {
+        (c, a): _element(node).get("format")
+        for c, a, type_, node in _fields()
+        if _inner(type_) == "int"
+    }
+    assert formats
+    assert {pair for pair, fmt in formats.items() if fmt == "int64"} == _reachable(INT64_FIELDS)
+    assert {fmt for pair, fmt in formats.items() if pair not in INT64_FIELDS} == {"int32"}
+
+
+def _depth(node: dict[str, Any]) -> int:
+    """Levels of data a document of this schema can have (a scalar is one level)."""
+    children = [*(node.get("properties") or {}).values()]
+    if isinstance(node.get("items"), dict):
+        children.append(node["items"])
+    if isinstance(node.get("additionalProperties"), dict):
+        children.append(node["additionalProperties"])
+    return 1 + max((_depth(child) for child in children), default=0)
+
+
+def test_no_valid_jobset_comes_near_the_depth_limit() -> None:
+    def preserves_unknown(node: Any) -> bool:
+        if isinstance(node, dict):
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                return True
+            return any(preserves_unknown(value) for value in node.values())
+        if isinstance(node, list):
+            return any(preserves_unknown(value) for value in node)
+        return False
+
+    assert not preserves_unknown(_schema())  # no free-form field: the schema bounds the depth
+    assert _depth(_schema()) == 19  # the number the depth limit's message quotes
+    assert 3 * _depth(_schema()) <= MAX_DEPTH

@@ -155,3 +155,72 @@ def _leaves(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [leaf for item in value for leaf in _leaves(item)]
     return [value]
+
+
+_GOOD_INPUTS: dict[str, Any] = {
+    "jobset": "kind: JobSet",
+    "jobset_dict": None,
+    "namespace": "",
+    "backend": "auto",
+    "timeout_seconds": 0,
+    "delete_policy": "on_timeout",
+    "follow_logs": False,
+    "log_replicated_job": "",
+    "log_job_index": 0,
+    "log_pod_index": 0,
+    "task_config_replicated_jobs": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"namespace": "BAD NS!"}, "namespace: namespace 'BAD NS!' is not a valid namespace name"),
+        ({"namespace": 3}, "namespace: must be a string"),
+        ({"backend": "kubeflow"}, "backend: 'kubeflow' is not one of auto"),
+        ({"timeout_seconds": -1}, "timeout_seconds: must be a number >= 0"),
+        ({"timeout_seconds": float("inf")}, "timeout_seconds: must be a number >= 0"),
+        ({"timeout_seconds": True}, "timeout_seconds: must be a number >= 0"),
+        ({"delete_policy": "sometimes"}, "delete_policy: 'sometimes' is not one of"),
+        ({"follow_logs": "no"}, "follow_logs: must be true or false"),
+        ({"log_replicated_job": None}, "log_replicated_job: must be a string"),
+        ({"log_job_index": -1}, "log_job_index: must be >= 0"),
+        ({"log_pod_index": "x"}, "log_pod_index: must be an int >= 0"),
+        ({"jobset": 42}, "jobset: must be YAML or JSON text"),
+        ({"jobset_dict": [1]}, "jobset_dict: must be a dict"),
+        ({"task_config_replicated_jobs": "w"}, "task_config_replicated_jobs: must be a list"),
+    ],
+)
+def test_launch_inputs_are_checked_before_anything_is_created(
+    change: dict[str, Any], fragment: str
+) -> None:
+    with pytest.raises(SpecError) as raised:
+        launcher.check_launch_inputs(**{**_GOOD_INPUTS, **change})
+    assert f"launch_jobset: {fragment}" in str(raised.value)
+
+
+def test_good_launch_inputs_pass() -> None:
+    launcher.check_launch_inputs(**_GOOD_INPUTS)
+    launcher.check_launch_inputs(
+        **{**_GOOD_INPUTS, "namespace": "team-a", "timeout_seconds": 1.5, "log_job_index": 3}
+    )
+
+
+def test_cleanup_rejects_a_bad_namespace(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        launcher.cleanup_step(namespace="BAD NS!", run_id="r", backend="auto")
+    assert caught.value.code == launcher.EXIT_INVALID
+    assert "'BAD NS!' is not a valid namespace name" in capsys.readouterr().err
+
+
+def test_command_line_jobset_file_that_is_not_utf8(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "js.yaml"
+    path.write_bytes(b"kind: \xff\n")
+    with pytest.raises(SystemExit) as caught:
+        launcher.main(
+            ["launch", "--jobset", str(path), "--run-id", "r", "--task-name", "t", "--task-id", "1"]
+        )
+    assert caught.value.code == launcher.EXIT_INVALID
+    assert f"{path}: not UTF-8 text (byte 6)" in capsys.readouterr().err
