@@ -29,7 +29,6 @@ __all__ = [
 ]
 
 
-
 def is_templated(value: Any) -> bool:
     """Whether ``value`` (or a string inside it) holds Jinja that rendering will replace."""
     if isinstance(value, str):

@@ -37,7 +37,7 @@ from airflow_provider_jobset._identity import TaskIdentity, name_prefix
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
-from jobset_core.backends import BACKEND_CHOICES, BackendChoice
+from jobset_core.backends import BackendChoice
 from jobset_core.errors import JobSetGone, SpecError
 from jobset_core.lifecycle import (
     DELETE_POLICIES,
@@ -238,7 +238,7 @@ class JobSetOperator(BaseOperator):
         try:
             check_rendered_operator(jobset=self.jobset, namespace=self.namespace, name=self.name)
         except (TypeError, ValueError) as err:
-            raise JobSetFailed(f"{err} (nothing was created)") from err
+            raise AirflowFailException(f"{err} (nothing was created)") from err
 
     # ------------------------------------------------------------------ spec
 

@@ -26,11 +26,11 @@ from airflow_provider_jobset._compat import (
     default_deferrable,
 )
 from airflow_provider_jobset.hooks import JobSetHook
-from jobset_core.backends import BACKEND_CHOICES, BackendChoice
+from jobset_core.backends import BackendChoice
 from jobset_core.outcome import Outcome, Phase
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Handle, Run
+    from jobset_core.lifecycle import Handle, Run, WaitRules
 
 __all__ = ["JobSetSensor", "SensorState", "sensor_state"]
 
@@ -125,7 +125,7 @@ class JobSetSensor(BaseSensorOperator):
                 name=self.name, namespace=self.namespace, label_selector=self.label_selector
             )
         except (TypeError, ValueError) as err:
-            raise JobSetFailed(str(err)) from err
+            raise AirflowFailException(str(err)) from err
 
     @property
     def hook(self) -> JobSetHook:
@@ -160,31 +160,47 @@ class JobSetSensor(BaseSensorOperator):
     async def _alook(
         self, run: Run, namespace: str, wait: float
     ) -> tuple[SensorState, Handle | None]:
-        from jobset_core.errors import JobSetGone
         from jobset_core.lifecycle import WaitRules, error_for
 
         ends = time.time() + wait
         until = frozenset(Phase(p) for p in self.target_phases)
+        seen: list[tuple[Handle, Outcome]] | None = None
         while True:
-            seen: list[tuple[Handle, Outcome]] = []
-            for handle in await self._handles(run, namespace):
-                try:
-                    outcome, verdict = await run.look(handle, WaitRules(until=until))
-                except JobSetGone:
-                    continue
-                if verdict is not None:  # the judge's words, as every other way says them
-                    self.log.info("%s", verdict.message)
-                seen.append((handle, outcome))
+            if seen is None:
+                seen = await self._seen(run, namespace, WaitRules(until=until))
             state = sensor_state([o for _, o in seen], self.target_phases)
             first = next((h for h, o in seen if o is state.waiting), None)
             if state.kind != "waiting" or first is None or time.time() >= ends:
                 return state, first
             verdict = await run.wait(first, deadline=ends, rules=WaitRules(until=until))
-            if verdict.kind != "timeout":  # a poke's own time being up says nothing
-                self.log.info("%s", verdict.message)
+            if verdict.kind == "timeout":  # a poke's own time being up says nothing
+                seen = None
+                continue
+            self.log.info("%s", verdict.message)
             if verdict.kind in ("creation_failed", "gone"):
                 # It can never reach a target phase now: end the sensor as the operator would.
                 raise error_for(verdict) or RuntimeError(verdict.message)
+            if verdict.outcome is None:
+                seen = None
+            else:  # the others were just looked at: only the one waited for changed
+                seen = [(h, verdict.outcome if h == first else o) for h, o in seen]
+
+    async def _seen(
+        self, run: Run, namespace: str, rules: WaitRules
+    ) -> list[tuple[Handle, Outcome]]:
+        """Each JobSet the sensor watches, with its outcome now (saying a verdict it has)."""
+        from jobset_core.errors import JobSetGone
+
+        seen: list[tuple[Handle, Outcome]] = []
+        for handle in await self._handles(run, namespace):
+            try:
+                outcome, verdict = await run.look(handle, rules)
+            except JobSetGone:
+                continue
+            if verdict is not None:  # the judge's words, as every other way says them
+                self.log.info("%s", verdict.message)
+            seen.append((handle, outcome))
+        return seen
 
     async def _handles(self, run: Run, namespace: str) -> list[Handle]:
         from jobset_core.errors import NotFound

@@ -49,7 +49,7 @@ from jobset_core.errors import (
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Kind, Observation, Target
 from jobset_core.outcome import Backend
-from jobset_core.render import Placement
+from jobset_core.render import Placement, check_job_count
 from jobset_core.resources import CONFIG_MAP, JOB, SERVICE
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ class NativeBackend(RunObjectBackend):
         return build_anchor(named, namespace, marks)
 
     def _check_supported(self, named: JobSet) -> None:
+        check_job_count(named)  # it renders every child Job itself: refuse before the anchor
         if named.spec.volume_claim_policies:
             problem = Problem(
                 "spec.volumeClaimPolicies",

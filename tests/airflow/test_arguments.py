@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_jobset._compat import AirflowFailException
 from airflow_provider_jobset._decisions import MAX_DERIVED_RETRIES
-from airflow_provider_jobset.exceptions import JobSetFailed
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
 from airflow_provider_jobset.sensors import JobSetSensor
 from jobset_core import leader_workers
@@ -134,7 +134,7 @@ def test_an_alias_bomb_costs_a_dag_parse_nothing() -> None:
     for level, prev in zip("bcdefghij", "abcdefghi", strict=True):
         lines.append(f"{level}: &{level} [{', '.join(['*' + prev] * 9)}]")
     op = JobSetOperator(task_id="t", jobset="\n".join(lines) + "\n", retries=0)
-    with pytest.raises(JobSetFailed, match="aliases expand to more than"):
+    with pytest.raises(AirflowFailException, match="aliases expand to more than"):
         op.prepare_jobset(_identity(), "ns")
 
 
@@ -163,7 +163,7 @@ def test_templated_fields_are_checked_after_rendering(
     airflow_db: Path, arguments: dict[str, Any], fragment: str
 ) -> None:
     op = JobSetOperator(task_id="t", jobset=small(), retries=0, **arguments)
-    with pytest.raises(JobSetFailed, match="nothing was created") as raised:
+    with pytest.raises(AirflowFailException, match="nothing was created") as raised:
         _render(op, {"params": {"ns": "BAD NS!"}})
     assert fragment in str(raised.value)
 
@@ -206,5 +206,5 @@ def test_sensor_accepts_templated_fields_and_checks_them_after_rendering(
     airflow_db: Path,
 ) -> None:
     sensor = JobSetSensor(task_id="s", name="{{ params.n }}", namespace="{{ params.ns }}")
-    with pytest.raises(JobSetFailed, match=r"namespace=..., after rendering\) 'BAD NS!'"):
+    with pytest.raises(AirflowFailException, match=r"namespace=..., after rendering\) 'BAD NS!'"):
         _render(sensor, {"params": {"n": "ok", "ns": "BAD NS!"}})

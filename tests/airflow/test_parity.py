@@ -321,11 +321,16 @@ def run_sensor(
 
     name = f"s-{short(backend)}"
     result.name = name
-    messages: list[str] = []
+    said: list[tuple[float, str]] = []  # when the sensor said what
     sensor = JobSetSensor(
         task_id="s", name=name, namespace=namespace, backend=backend, poke_interval=15
     )
-    sensor.log.info = lambda msg, *args: messages.append(msg % args)  # type: ignore[method-assign]
+    sensor.log.info = lambda msg, *args: said.append((time.time(), msg % args))  # type: ignore[method-assign]
+
+    def last(kinds: tuple[str, ...]) -> tuple[float, str] | None:
+        judged = [(t, m) for t, m in said if kind_of(m) in kinds]
+        return judged[-1] if judged else None
+
     submit(document(scenario, name), backend, namespace)
     result.submitted_at = time.time()
     ends = time.time() + (scenario.timeout or 900)
@@ -334,24 +339,25 @@ def run_sensor(
         while time.time() < ends:
             sensor.poke_interval = max(0.1, min(15.0, ends - time.time()))
             if sensor.poke({}):
-                verdicts = [m for m in messages if kind_of(m) == "completed"]
-                result.note("completed", verdicts[-1] if verdicts else messages[-1])
+                done = last(("completed",))
+                if done is None:
+                    result.note("completed", said[-1][1])
+                else:
+                    result.note_at("completed", done[1], done[0])
                 return
-            failed = [m for m in messages if kind_of(m) == "failed"]
+            failed = last(("failed",))
             if failed:
-                result.note("failed", failed[-1])
+                result.note_at("failed", failed[1], failed[0])
                 return
         result.note(
             "timeout", f"JobSet {namespace}/{name} did not finish within {scenario.timeout}s"
         )
     except Exception as err:
-        kind = _KIND_BY_ERROR.get(type(err).__name__)
-        if kind is None:  # AirflowFailException: the JobSet ended in a phase that is not a target
-            judged = [m for m in messages if kind_of(m) not in ("unknown", "completed")]
-            kind, text = ("failed", judged[-1]) if judged else ("error", str(err))
-            result.note(kind, text)
-        else:
-            result.note(kind, str(err))
+        judged = last(("failed", "creation_failed", "gone"))
+        if judged is not None:  # the judge's words, said when it came
+            result.note_at(kind_of(judged[1]), judged[1], judged[0])
+        else:  # AirflowFailException without a verdict said: not what a user should get
+            result.note(_KIND_BY_ERROR.get(type(err).__name__, "error"), str(err))
 
 
 def run_cli(scenario: Scenario, backend: str, namespace: str, result: WayResult, tmp: Path) -> None:
@@ -498,7 +504,8 @@ def read_deferrable(
     if not folder.exists():
         return
     what = f"/{result.name}: JobSet "
-    for attempt in sorted(folder.glob("attempt=*.log"), key=lambda p: p.name):
+    tries = [p for p in folder.glob("attempt=*.log") if ".trigger." not in p.name]
+    for attempt in sorted(tries, key=lambda p: p.name):
         lines = list(_log_lines(attempt))
         if attempt.name == "attempt=1.log" and lines:
             result.started_at = min(stamp for stamp, _ in lines if stamp)

@@ -562,6 +562,17 @@ class TestOnCluster:
         outcome = await native.wait(sub.handle, timeout=90)
         assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 60)
 
+    async def test_too_many_jobs_are_refused_before_the_anchor(
+        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    ) -> None:
+        from jobset_core.errors import SpecError
+        from jobset_core.limits import MAX_RENDERED_JOBS
+
+        js = manifest("huge", crjob("w", MAX_RENDERED_JOBS + 1))
+        with pytest.raises(SpecError, match=r"spec.replicatedJobs\[0\].replicas"):
+            await native.submit(js, namespace=cluster_namespace)
+        assert everything(devcluster, cluster_namespace, "huge") == []
+
     async def test_apiserver_stopped_and_restarted_during_a_wait(
         self, flavour: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
     ) -> None:
