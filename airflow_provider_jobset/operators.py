@@ -355,7 +355,8 @@ class JobSetOperator(BaseOperator):
                 backend=self.backend,
             )
             self._submitted(context, store, submission)
-            if self.deferrable and not submission.outcome.phase.terminal:
+            known = submission.outcome.phase.terminal or submission.refused is not None
+            if self.deferrable and not known:  # a verdict already known is given here
                 return submission, None
             verdict = await run.wait(
                 submission.handle,

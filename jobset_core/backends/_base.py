@@ -62,6 +62,8 @@ class Submission:
         outcome: The run's state as the create (or the adoption's read) answered.
         identity: The identity labels it carries.
         obj: The JobSet (or anchor) as the API server answered.
+        refused: ``(reason, message)`` when the first reconcile pass of a native run just
+            created met a child object the cluster refuses (a quota): the verdict is known.
     """
 
     handle: Handle
@@ -69,6 +71,7 @@ class Submission:
     outcome: Outcome
     identity: Mapping[str, str] = field(default_factory=dict)
     obj: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    refused: tuple[str, str] | None = None
 
     @property
     def since(self) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -168,16 +169,20 @@ class Run:
                 jobset, namespace=namespace, identity=identity, expected_uid=None
             )
         if submission.created and chosen.kind == "native":
-            await self._first_pass(chosen, submission)
+            moved = await self._first_pass(chosen, submission)
+            if moved.failure is not None:
+                submission = dataclasses.replace(submission, refused=moved.failure)
         return submission
 
-    async def _first_pass(self, backend: BackendProtocol, submission: Submission) -> None:
+    async def _first_pass(self, backend: BackendProtocol, submission: Submission) -> Pass:
         """The first reconcile pass of a native run just created: nothing of it exists yet."""
         target = backend.target(submission.handle, since=submission.since, seeds=[submission.obj])
         async with self.observer.track(target) as tracked:
             seen = tracked.observation()
             known = Observation(seen.key, anchor=seen.anchor, synced=True, version=seen.version)
-            await backend.drive(submission.handle, known, create=True, remember=tracked.remember)
+            return await backend.drive(
+                submission.handle, known, create=True, remember=tracked.remember
+            )
 
     async def locate(
         self,
@@ -262,7 +267,13 @@ class Run:
                 follower = asyncio.create_task(self._follow(target, handle, logs, on_log, state))
             try:
                 verdict = await self._watch(
-                    backend, handle, tracked, judge, deadline=deadline, on_progress=on_progress
+                    backend,
+                    handle,
+                    tracked,
+                    judge,
+                    deadline=deadline,
+                    on_progress=on_progress,
+                    refused=submission.refused if submission is not None else None,
                 )
             finally:
                 if follower is not None:
@@ -284,6 +295,7 @@ class Run:
         *,
         deadline: float | None,
         on_progress: ProgressCallback | None,
+        refused: tuple[str, str] | None = None,
     ) -> Verdict:
         started = time.monotonic()
         failures = 0
@@ -295,9 +307,12 @@ class Run:
             if observation.synced:
                 judge.prime(observation)
             try:
-                moved = await backend.drive(
-                    handle, observation, create=True, remember=tracked.remember
-                )
+                if refused is not None:  # the submit's first pass met it already
+                    moved, refused = Pass(failure=refused), None
+                else:
+                    moved = await backend.drive(
+                        handle, observation, create=True, remember=tracked.remember
+                    )
                 failures = 0
             except _TRANSIENT:
                 # The API server is away (the informers reconnect on their own): drive again
