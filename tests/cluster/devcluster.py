@@ -100,7 +100,7 @@ def fmt_secs(s: float) -> str:
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("DEVCLUSTER_STATE_DIR", str(REPO / ".devcluster"))).resolve()
+    return Path(os.environ.get("DEVCLUSTER_STATE_DIR") or str(REPO / ".devcluster")).resolve()
 
 
 def cache_root() -> Path:

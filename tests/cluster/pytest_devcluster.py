@@ -107,7 +107,7 @@ def _devcluster_for_cluster_marker(request: pytest.FixtureRequest) -> None:
 
 def _state_dir() -> Path:
     default = HERE.parent.parent / ".devcluster"
-    return Path(os.environ.get("DEVCLUSTER_STATE_DIR", str(default))).resolve()
+    return Path(os.environ.get("DEVCLUSTER_STATE_DIR") or str(default)).resolve()
 
 
 @dataclass
