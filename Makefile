@@ -37,8 +37,8 @@ test: venvs
 	@scripts/test.sh
 
 test-unit: venvs
-	$(AIRFLOW_PY) -m pytest -m "not cluster" -q tests
-	$(KFP_PY) -m pytest -m "not cluster" -q tests/core tests/kfp
+	$(AIRFLOW_PY) -m pytest -m "not cluster and not realnode" -q tests
+	$(KFP_PY) -m pytest -m "not cluster and not realnode" -q tests/core tests/kfp
 
 fuzz: venvs
 	@scripts/fuzz.sh

@@ -6,7 +6,11 @@ from what the JobSet controller guarantees, never from guesses:
 
 * the coordinator pod's stable DNS name ``<jobset>-<rj>-<jobIndex>-<podIndex>.<subdomain>``
   (``spec.coordinator``; the pods' hostnames come from the headless Service, so
-  ``network.enableDNSHostnames`` is set and child Jobs are ``Indexed``);
+  ``network.enableDNSHostnames`` is set and child Jobs are ``Indexed``). The address is
+  written as ``$(JOBSET_NAME)-<rj>-0-0.$(JOBSET_NAME)``, with ``JOBSET_NAME`` read from the
+  pod's ``jobset.sigs.k8s.io/jobset-name`` label and expanded by the kubelet, so it stays right
+  when the JobSet is created under another name (the Airflow operator appends a hash of the
+  task instance);
 * a pod's place in the JobSet, read through the downward API: the Job index from the label
   ``jobset.sigs.k8s.io/job-index`` and the pod index from the annotation
   ``batch.kubernetes.io/job-completion-index``. When a rank combines both
@@ -29,6 +33,7 @@ from jobset_core.naming import coordinator_endpoint
 
 __all__ = [
     "COMPLETION_INDEX_FIELD",
+    "JOBSET_NAME_FIELD",
     "JOB_INDEX_FIELD",
     "jax_multislice",
     "leader_workers",
@@ -39,6 +44,10 @@ __all__ = [
 COMPLETION_INDEX_FIELD = f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"
 #: Downward-API field path of the index of the pod's Job inside its replicated job.
 JOB_INDEX_FIELD = f"metadata.labels['{labels.JOB_INDEX}']"
+#: Downward-API field path of the name of the pod's JobSet (as created, whatever the builder
+#: was told).
+JOBSET_NAME_FIELD = f"metadata.labels['{labels.JOBSET_NAME}']"
+_NAME_REF = "$(JOBSET_NAME)"  # expanded by the kubelet from the env entry defined first
 
 Resources = Mapping[str, Mapping[str, str | int]]
 _LAUNCH_NAME = "jobset-launch"  # $0 of the rank-computing shell
@@ -124,7 +133,7 @@ def leader_workers(
         max_restarts=max_restarts,
         success_targets=[leader_name],
     )
-    common = [_env("COORDINATOR_ADDRESS", _endpoint(jobset))]
+    common = [_name_env(), _env("COORDINATOR_ADDRESS", _endpoint(jobset))]
     if port is not None:
         common.append(_env("COORDINATOR_PORT", str(port)))
     common += _env_map(env)
@@ -263,6 +272,7 @@ def pytorch_ddp(
     if exports:
         exports["PET_NODE_RANK"] = "$NODE_RANK"  # torchrun reads PET_<OPTION> as the default
     container_env = [
+        _name_env(),
         _env("MASTER_ADDR", _endpoint(jobset)),
         _env("MASTER_PORT", str(port)),
         _env("NNODES", str(nodes)),
@@ -395,6 +405,7 @@ def jax_multislice(
     endpoint = _endpoint(jobset)
     rank_env, exports = _rank("JAX_PROCESS_ID", slices, hosts_per_slice)
     container_env = [
+        _name_env(),
         _env("JAX_COORDINATOR_ADDRESS", f"{endpoint}:{coordinator_port}"),
         _env("JAX_NUM_PROCESSES", str(slices * hosts_per_slice)),
         *rank_env,
@@ -481,9 +492,18 @@ def _jobset(
 
 
 def _endpoint(jobset: dict[str, Any]) -> str:
+    """The coordinator's address in terms of ``$(JOBSET_NAME)`` (see the module docstring)."""
     endpoint = coordinator_endpoint(JobSet.model_validate(jobset))
     assert endpoint is not None  # every builder sets spec.coordinator
-    return endpoint
+    name = jobset["metadata"]["name"]
+    host, _, domain = endpoint.partition(".")
+    assert host.startswith(name + "-") and domain == name  # builders never set a subdomain
+    return f"{_NAME_REF}{host[len(name) :]}.{_NAME_REF}"
+
+
+def _name_env() -> dict[str, Any]:
+    """``JOBSET_NAME``: the first env entry of every container (the addresses refer to it)."""
+    return _env_from("JOBSET_NAME", JOBSET_NAME_FIELD)
 
 
 def _replicated_job(

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # `make demo`: run the scheduled-retraining example DAG end to end on a Kubernetes cluster and
-# show what happened: the JobSet, its child Jobs, where every pod ran (node -> zone/slice),
-# the restarts, the task's tries and the final state.
+# show what happened: the training's steps in each restart attempt (from the pods' own logs),
+# where it resumed, the final loss, the JobSet, its child Jobs, where every pod ran, the
+# task's tries and the final state.
 #
 # Without KUBECONFIG the local devcluster is used: started (and built first when needed, with
 # progress) unless one is already running, and stopped again at the end if this script started
-# it. With KUBECONFIG set, the demo runs on that cluster (the JobSet controller must be
-# installed there, or the operator falls back to the native backend).
+# it. The training runs for real on its real node (JAX, 2 pods, checkpoints in the node's
+# shared folder). With KUBECONFIG set, the demo runs on that cluster: the JobSet controller
+# should be installed there (else the operator falls back to the native backend), the image
+# devcluster.local/python-jax:1 must be on its nodes, and JOBSET_EXAMPLES_SHARED_DIR (+
+# JOBSET_EXAMPLES_SHARED_PVC) must name storage that this machine and the pods share (see
+# examples/dags/scheduled_retraining.py and tests/cluster/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -23,7 +28,16 @@ if [ -z "${KUBECONFIG:-}" ]; then
     started_cluster=1
   fi
   export KUBECONFIG=${DEVCLUSTER_STATE_DIR:-$root/.devcluster}/kubeconfig
-  export JOBSET_EXAMPLES_DEVCLUSTER=1   # the example's pods are simulated on the fake nodes
+  # the training runs on the real node; prepare writes the data where its pods see it
+  shared=$(python3 tests/cluster/devcluster.py status --json | python3 -c '
+import json, sys
+node = json.load(sys.stdin).get("real_node")
+print(node["dir"] + "/shared" if node else "")')
+  if [ -z "$shared" ]; then
+    echo "the demo trains on the devcluster's real node, which is off (DEVCLUSTER_REAL_NODE=0?)" >&2
+    exit 1
+  fi
+  export JOBSET_EXAMPLES_REAL_NODE=1 JOBSET_EXAMPLES_SHARED_DIR=$shared
 else
   say "using the cluster of KUBECONFIG=$KUBECONFIG"
 fi
@@ -47,9 +61,10 @@ export AIRFLOW_CONN_KUBERNETES_DEFAULT="{\"conn_type\": \"kubernetes\", \"extra\
 say "Airflow $("$py" -c 'import airflow; print(airflow.__version__)'): preparing a throw-away metadata database"
 "$py" -m airflow db migrate >"$home/db-migrate.log" 2>&1 || { cat "$home/db-migrate.log"; exit 1; }
 
-say "running DAG scheduled_retraining (prepare -> train on a JobSet -> evaluate) with dag.test()"
+say "running DAG scheduled_retraining (prepare -> train: JAX on a JobSet of 2 pods -> evaluate) with dag.test()"
 "$py" - <<'PY'
 import json
+import re
 import threading
 import time
 
@@ -60,7 +75,29 @@ core, batch, custom = client.CoreV1Api(), client.BatchV1Api(), client.CustomObje
 selector = "airflow-jobset/dag-id=scheduled_retraining"
 child_selector = "jobset.sigs.k8s.io/jobset-name"
 seen = {"jobsets": {}, "jobs": {}, "pods": {}}
+logs = {}  # pod uid -> lines, followed live (a restart deletes the pods of the attempt)
 stop = threading.Event()
+
+
+def follow_log(namespace, name, uid):
+    """The pod's log, from its start to its end (retried while the container is waiting)."""
+    lines = logs.setdefault(uid, [])
+    while not stop.is_set():
+        try:
+            resp = core.read_namespaced_pod_log(
+                name, namespace, follow=True, _preload_content=False
+            )
+            for raw in resp.stream():
+                lines.extend(raw.decode(errors="replace").splitlines())
+            return
+        except Exception:  # not started yet (400) or gone (404)
+            try:
+                pod = core.read_namespaced_pod(name, namespace)
+            except Exception:
+                return
+            if pod.metadata.uid != uid or pod.status.phase in ("Succeeded", "Failed"):
+                return
+            time.sleep(0.5)
 
 
 def follow(kind, list_fn, label_selector, **kwargs):
@@ -72,6 +109,12 @@ def follow(kind, list_fn, label_selector, **kwargs):
             ):
                 obj = event["object"]
                 uid = obj["metadata"]["uid"] if isinstance(obj, dict) else obj.metadata.uid
+                if kind == "pods" and uid not in seen[kind]:
+                    threading.Thread(
+                        target=follow_log,
+                        args=(obj.metadata.namespace, obj.metadata.name, uid),
+                        daemon=True,
+                    ).start()
                 seen[kind][uid] = obj
                 if stop.is_set():
                     return
@@ -131,6 +174,51 @@ def table(headers, rows):
         print(line.format(*[str(x) for x in row]))
 
 
+STEP = re.compile(r" step (\d+)/(\d+) ")
+
+
+def worth_showing(line):
+    """Every line but the step lines, of which every 5th and the last."""
+    m = STEP.search(line)
+    return not m or int(m.group(1)) % 5 == 0 or m.group(1) == m.group(2)
+
+
+def condensed(lines):
+    """The lines worth showing; a traceback shrinks to its last line."""
+    out, in_tb = [], False
+    for line in lines:
+        if line.startswith("Traceback (most recent call last)"):
+            in_tb = True
+            continue
+        if in_tb and (line.startswith(" ") or not line.strip()):
+            continue
+        if in_tb:
+            line, in_tb = "(traceback) " + line, False
+        if worth_showing(line):
+            out.append(line)
+    return out
+
+
+def attempt_of(obj):
+    return int((obj.metadata.labels or {}).get("jobset.sigs.k8s.io/restart-attempt", "0"))
+
+
+def pod_index(obj):
+    return int((obj.metadata.annotations or {}).get("batch.kubernetes.io/job-completion-index", "0"))
+
+
+print("\n== training, as the pods logged it (steps shown every 5, the rest in full)")
+by_attempt = {}
+for pod in seen["pods"].values():
+    by_attempt.setdefault(attempt_of(pod), []).append(pod)
+for attempt in sorted(by_attempt):
+    print(f"-- restart attempt {attempt}")
+    for pod in sorted(by_attempt[attempt], key=pod_index):
+        lines = logs.get(pod.metadata.uid, [])
+        print(f"   pod {pod.metadata.name} (process {pod_index(pod)}), {len(lines)} log lines:")
+        for line in condensed(lines)[-40:]:
+            print(f"     {line}")
+
 print("\n== the JobSet")
 for js in seen["jobsets"].values():
     status = js.get("status", {})
@@ -173,6 +261,17 @@ with create_session() as session:
         rows.append([task_id, ti.try_number, ti.state, json.dumps(value.value) if value else ""])
     table(["task", "try", "state", "return value"], rows)
 
+with create_session() as session:
+    metrics = session.query(XComModel).filter_by(
+        dag_id=run.dag_id, run_id=run.run_id, task_id="train", key="return_value"
+    ).one_or_none()
+if metrics is not None and isinstance(metrics.value, dict):
+    m = metrics.value
+    print(
+        f"\n== result: final loss {m.get('final_loss')} after {m.get('steps')} steps; "
+        f"restart attempt {m.get('restart_attempt')} resumed from the checkpoint of step "
+        f"{m.get('resumed_from_step')}"
+    )
 print(f"\n== final state: DAG run {run.run_id} is {run.state} (took {elapsed:.0f}s)")
 raise SystemExit(0 if str(run.state) == "success" else 1)
 PY

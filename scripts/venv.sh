@@ -10,8 +10,11 @@
 # uv's own download/wheel cache lives outside the repo, so a rebuild on a warm machine takes
 # seconds. Everything comes from PyPI through the project's own files: nothing installed by
 # hand is assumed.
+#
+# `scripts/venv.sh uv` only bootstraps uv and prints its path (the devcluster's image build
+# installs the Python image's packages with it).
 set -euo pipefail
-side=${1:?usage: scripts/venv.sh airflow|kfp|docs|airflow-3.N}
+side=${1:?usage: scripts/venv.sh airflow|kfp|docs|airflow-3.N|uv}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset
 uv_version=0.13.8
@@ -20,10 +23,14 @@ uv_dir=$cache/uv-$uv_version
 uv=$uv_dir/bin/uv
 
 if [ ! -x "$uv" ]; then
-  echo "[venv] bootstrapping uv $uv_version into $uv_dir"
+  echo "[venv] bootstrapping uv $uv_version into $uv_dir" >&2
   rm -rf "$uv_dir"
   "$python" -m venv "$uv_dir"
-  "$uv_dir/bin/pip" install -q "uv==$uv_version"
+  "$uv_dir/bin/pip" install -q "uv==$uv_version" >&2
+fi
+if [ "$side" = uv ]; then
+  echo "$uv"
+  exit 0
 fi
 
 lock=$root/requirements/$side.txt

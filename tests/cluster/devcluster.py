@@ -42,7 +42,16 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 K8S_MOD = HERE / "k8s"
 ADDONS_MOD = HERE / "addons"
+CONTAINERD_MOD = HERE / "containerd"
+NODETOOLS_MOD = HERE / "nodetools"
 STAGES_FILE = HERE / "kwok-stages.yaml"
+
+# The real node and its images live in sibling modules that use this module's helpers.
+sys.modules.setdefault("devcluster", sys.modules[__name__])
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import devcluster_images  # noqa: E402
+import devcluster_node  # noqa: E402
 
 # -buildvcs=false: the wrapper modules live inside this git checkout; stamping its commit
 # would make binaries differ per commit and fails on checkouts git refuses to read.
@@ -91,7 +100,7 @@ def fmt_secs(s: float) -> str:
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("DEVCLUSTER_STATE_DIR", str(REPO / ".devcluster"))).resolve()
+    return Path(os.environ.get("DEVCLUSTER_STATE_DIR") or str(REPO / ".devcluster")).resolve()
 
 
 def cache_root() -> Path:
@@ -156,9 +165,8 @@ def gomod_require(modfile: Path, module: str) -> str:
     return m.group(1)
 
 
-def build_plan() -> list[dict]:
+def k8s_ldflags() -> list[str]:
     kver = gomod_require(K8S_MOD / "go.mod", "k8s.io/kubernetes")
-    jver = gomod_require(ADDONS_MOD / "go.mod", "sigs.k8s.io/jobset")
     m = re.match(r"v(\d+)\.(\d+)", kver)
     major, minor = m.group(1), m.group(2)
     kld = ["-s", "-w", "-buildid="]
@@ -169,7 +177,17 @@ def build_plan() -> list[dict]:
             f"-X {pkg}.gitMinor={minor}",
             f"-X {pkg}.gitTreeState=clean",
         ]
-    ktags = "selinux,notest"
+    return kld
+
+
+K8S_TAGS = "selinux,notest"
+
+
+def build_plan() -> list[dict]:
+    """The control plane: etcd, kube-*, kubectl, kwok, JobSet."""
+    jver = gomod_require(ADDONS_MOD / "go.mod", "sigs.k8s.io/jobset")
+    kld = k8s_ldflags()
+    ktags = K8S_TAGS
     plan = [
         # etcd first: small, and shares most deps with the apiserver.
         dict(
@@ -230,6 +248,78 @@ def build_plan() -> list[dict]:
     return plan
 
 
+def node_plan() -> list[dict]:
+    """The real node: the pause program, containerd (+ shim, ctr), CoreDNS, kubelet."""
+    cmod = "github.com/containerd/containerd/v2"
+    cver = gomod_require(CONTAINERD_MOD / "go.mod", cmod)
+    cld = [
+        "-s",
+        "-w",
+        "-buildid=",
+        f"-X {cmod}/version.Version={cver}",
+        f"-X {cmod}/version.Package={cmod}",
+    ]
+    plain = ["-s", "-w", "-buildid="]
+    ctags = "urfave_cli_no_docs"
+    return [
+        dict(name="pause", mod=NODETOOLS_MOD, pkg="./pause", tags="", ldflags=plain),
+        dict(
+            name="containerd-shim-runc-v2",
+            mod=CONTAINERD_MOD,
+            pkg=f"{cmod}/cmd/containerd-shim-runc-v2",
+            tags=ctags,
+            ldflags=cld,
+        ),
+        dict(name="ctr", mod=CONTAINERD_MOD, pkg=f"{cmod}/cmd/ctr", tags=ctags, ldflags=cld),
+        dict(
+            name="containerd",
+            mod=CONTAINERD_MOD,
+            pkg=f"{cmod}/cmd/containerd",
+            tags=ctags,
+            ldflags=cld,
+        ),
+        dict(name="coredns", mod=NODETOOLS_MOD, pkg="./coredns", tags="", ldflags=plain),
+        dict(
+            name="kubelet",
+            mod=K8S_MOD,
+            pkg="k8s.io/kubernetes/cmd/kubelet",
+            tags=K8S_TAGS,
+            ldflags=k8s_ldflags(),
+        ),
+    ]
+
+
+def _mod_files(*mods: Path) -> list[Path]:
+    files = []
+    for mod in mods:
+        files += [mod / "go.mod", mod / "go.sum"]
+        files += sorted(p for p in mod.rglob("*.go"))  # our own programs (nodetools)
+    return files
+
+
+#: What is built and cached together: the control plane, and the real node's binaries.
+BUNDLES = {
+    "control-plane": dict(
+        root="cluster-bin",
+        mods=(K8S_MOD, ADDONS_MOD),
+        plan=build_plan,
+        what="Kubernetes, etcd, kwok and JobSet",
+        estimate="8-10 min on an idle 2-core machine, 30+ min on a busy one",
+    ),
+    "node": dict(
+        root="node-bin",
+        mods=(K8S_MOD, CONTAINERD_MOD, NODETOOLS_MOD),
+        plan=node_plan,
+        what="the real node's kubelet, containerd and CoreDNS",
+        estimate="5 min with the control plane's build cache, 15+ min without",
+    ),
+}
+
+
+def bundle_root(bundle: str) -> Path:
+    return cache_root().parent / BUNDLES[bundle]["root"]
+
+
 def go_build_args(item: dict, out: Path, jobs: int) -> list[str]:
     args = [find_go(), "build", "-p", str(jobs), "-v", "-trimpath"]
     if item["tags"]:
@@ -238,19 +328,21 @@ def go_build_args(item: dict, out: Path, jobs: int) -> list[str]:
     return args
 
 
-def cache_key() -> tuple[str, dict]:
+def cache_key(bundle: str = "control-plane") -> tuple[str, dict]:
     go = find_go()
     goversion = subprocess.run(
         [go, "version"], capture_output=True, text=True, env=go_env(), check=True
     ).stdout.strip()
     h = hashlib.sha256()
     info = {"recipe": BUILD_RECIPE, "go": goversion, "files": {}}
-    for f in (K8S_MOD / "go.mod", K8S_MOD / "go.sum", ADDONS_MOD / "go.mod", ADDONS_MOD / "go.sum"):
+    if bundle != "control-plane":
+        info["bundle"] = bundle
+    for f in _mod_files(*BUNDLES[bundle]["mods"]):
         data = f.read_bytes()
         info["files"][str(f.relative_to(REPO))] = hashlib.sha256(data).hexdigest()
     plan = [
         {k: (str(v.relative_to(REPO)) if isinstance(v, Path) else v) for k, v in p.items()}
-        for p in build_plan()
+        for p in BUNDLES[bundle]["plan"]()
     ]
     info["plan"] = plan
     info["env"] = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": GOFLAGS}
@@ -258,9 +350,9 @@ def cache_key() -> tuple[str, dict]:
     return h.hexdigest()[:20], info
 
 
-def bin_dir_if_built() -> Path | None:
-    key, _ = cache_key()
-    d = cache_root() / key
+def bin_dir_if_built(bundle: str = "control-plane") -> Path | None:
+    key, _ = cache_key(bundle)
+    d = bundle_root(bundle) / key
     man = d / "manifest.json"
     if man.exists():
         try:
@@ -305,28 +397,54 @@ def prune_cache(root: Path, keep: Path, max_builds: int = 3) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def cmd_build(args) -> Path:
-    key, info = cache_key()
+@contextlib.contextmanager
+def build_lock():
+    """One build at a time on this machine (Go builds, image builds), across checkouts."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    final = root / key
     with open(root / ".build.lock", "w") as lockf:
         try:
             fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             log("another devcluster build is running; waiting for it ...")
             fcntl.flock(lockf, fcntl.LOCK_EX)
-        existing = bin_dir_if_built()
+        yield
+
+
+def cmd_build(args) -> Path:
+    """Build (or reuse) the control plane and, unless DEVCLUSTER_REAL_NODE=0, the real
+    node's binaries and images; return the control plane's binary directory."""
+    quiet = getattr(args, "quiet", False)
+    bin_dir = build_bundle("control-plane", quiet)
+    if devcluster_node.enabled():
+        devcluster_node.setup(quiet=True)
+        node_bin = build_bundle("node", quiet)
+        devcluster_images.build(node_bin, quiet)
+    return bin_dir
+
+
+def build_bundle(bundle: str, quiet: bool = False) -> Path:
+    key, info = cache_key(bundle)
+    root = bundle_root(bundle)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / key
+    existing = bin_dir_if_built(bundle)
+    if existing:
+        if not quiet:
+            log(f"{bundle} binaries are cached in {existing} (warm, nothing to build)")
+        return existing
+    with build_lock():
+        existing = bin_dir_if_built(bundle)
         if existing:
-            if not getattr(args, "quiet", False):
-                log(f"binaries are cached in {existing} (warm, nothing to build)")
+            if not quiet:
+                log(f"{bundle} binaries are cached in {existing} (warm, nothing to build)")
             return existing
         jobs = int(os.environ.get("DEVCLUSTER_BUILD_JOBS", "2"))
-        plan = build_plan()
-        log(f"cold build of {len(plan)} components into {final}")
+        plan = BUNDLES[bundle]["plan"]()
+        log(f"cold build of {len(plan)} {bundle} components into {final}")
         log(
-            "this compiles Kubernetes, etcd, kwok and JobSet from Go modules: it takes a while "
-            "(8-10 min on an idle 2-core machine, 30+ min on a busy one; then it is cached)"
+            f"this compiles {BUNDLES[bundle]['what']} from Go modules: it takes a while "
+            f"({BUNDLES[bundle]['estimate']}; then it is cached)"
         )
         tmp = root / f"{key}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -357,18 +475,19 @@ def cmd_build(args) -> Path:
                 die(f"building {item['name']} failed (exit {p.returncode}); log {blog}:\n{tail}")
             times[item["name"]] = round(time.monotonic() - t1, 1)
             log(f"    {item['name']} done in {fmt_secs(times[item['name']])}")
-        # Remember where the upstream JobSet manifests live (read at `up` time, never copied
-        # into the repository).
-        jdir = jobset_module_dir()
         manifest = {
             "key": key,
+            "bundle": bundle,
             "info": info,
             "binaries": [p["name"] for p in plan],
             "build_seconds": times,
             "total_seconds": round(time.monotonic() - t0, 1),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "jobset_module_dir": str(jdir),
         }
+        if bundle == "control-plane":
+            # Remember where the upstream JobSet manifests live (read at `up` time, never
+            # copied into the repository).
+            manifest["jobset_module_dir"] = str(jobset_module_dir())
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
         if final.exists():
             shutil.rmtree(final)
@@ -389,17 +508,65 @@ def openssl(*args: str, cwd: Path) -> None:
         die(f"openssl {' '.join(args)} failed:\n{r.stderr}")
 
 
+def make_leaf(pki: Path, name: str, subj: str, usage: str, sans: str | None = None) -> None:
+    """A key and a certificate signed by the devcluster CA in ``pki``."""
+    ext = [
+        "basicConstraints=critical,CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyEncipherment",
+        f"extendedKeyUsage={usage}",
+    ]
+    if sans:
+        ext.append(f"subjectAltName={sans}")
+    (pki / f"{name}.ext").write_text("\n".join(ext) + "\n")
+    openssl(
+        "req",
+        "-new",
+        *EC_KEY,
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        subj,
+        cwd=pki,
+    )
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-set_serial",
+        str(secrets.randbits(63)),
+        "-days",
+        "825",
+        "-out",
+        f"{name}.crt",
+        "-extfile",
+        f"{name}.ext",
+        cwd=pki,
+    )
+    (pki / f"{name}.csr").unlink()
+    (pki / f"{name}.ext").unlink()
+    os.chmod(pki / f"{name}.key", 0o600)
+
+
+EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+
 def make_pki(pki: Path) -> None:
     if not shutil.which("openssl"):
         die("the openssl CLI is required (Debian package: openssl)")
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl(
         "req",
         "-x509",
         "-new",
-        *ec,
+        *EC_KEY,
         "-keyout",
         "ca.key",
         "-out",
@@ -414,66 +581,26 @@ def make_pki(pki: Path) -> None:
         "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
         cwd=pki,
     )
-
-    def leaf(name: str, subj: str, usage: str, sans: str | None = None) -> None:
-        ext = [
-            "basicConstraints=critical,CA:FALSE",
-            "keyUsage=critical,digitalSignature,keyEncipherment",
-            f"extendedKeyUsage={usage}",
-        ]
-        if sans:
-            ext.append(f"subjectAltName={sans}")
-        (pki / f"{name}.ext").write_text("\n".join(ext) + "\n")
-        openssl(
-            "req",
-            "-new",
-            *ec,
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            subj,
-            cwd=pki,
-        )
-        openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            str(secrets.randbits(63)),
-            "-days",
-            "825",
-            "-out",
-            f"{name}.crt",
-            "-extfile",
-            f"{name}.ext",
-            cwd=pki,
-        )
-        (pki / f"{name}.csr").unlink()
-        (pki / f"{name}.ext").unlink()
-
-    leaf(
+    make_leaf(
+        pki,
         "apiserver",
         "/CN=kube-apiserver",
         "serverAuth",
         "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
         "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local",
     )
-    leaf("admin", "/O=system:masters/CN=devcluster-admin", "clientAuth")
-    leaf(
+    make_leaf(pki, "admin", "/O=system:masters/CN=devcluster-admin", "clientAuth")
+    make_leaf(
+        pki,
         "apiserver-kubelet-client",
         "/O=system:masters/CN=kube-apiserver-kubelet-client",
         "clientAuth",
     )
-    leaf("front-proxy-client", "/CN=front-proxy-client", "clientAuth")
-    leaf("kubelet", "/CN=devcluster-kubelet", "serverAuth", "IP:127.0.0.1,DNS:localhost")
-    leaf("jobset-webhook", "/CN=jobset-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost")
+    make_leaf(pki, "front-proxy-client", "/CN=front-proxy-client", "clientAuth")
+    make_leaf(pki, "kubelet", "/CN=devcluster-kubelet", "serverAuth", "IP:127.0.0.1,DNS:localhost")
+    make_leaf(
+        pki, "jobset-webhook", "/CN=jobset-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost"
+    )
     openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
     for f in pki.iterdir():
@@ -481,7 +608,9 @@ def make_pki(pki: Path) -> None:
             os.chmod(f, 0o600)
 
 
-def write_kubeconfig(path: Path, server: str, pki: Path, user: str = "devcluster-admin") -> None:
+def write_kubeconfig(
+    path: Path, server: str, pki: Path, user: str = "devcluster-admin", cert: str = "admin"
+) -> None:
     b64 = lambda p: base64.b64encode((pki / p).read_bytes()).decode()  # noqa: E731
     cfg = {
         "apiVersion": "v1",
@@ -496,8 +625,8 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str = "devcluster
             {
                 "name": user,
                 "user": {
-                    "client-certificate-data": b64("admin.crt"),
-                    "client-key-data": b64("admin.key"),
+                    "client-certificate-data": b64(f"{cert}.crt"),
+                    "client-key-data": b64(f"{cert}.key"),
                 },
             }
         ],
@@ -650,7 +779,13 @@ class State:
 
 
 def start_process(
-    st: State, name: str, argv: list[str], env: dict | None = None, health: dict | None = None
+    st: State,
+    name: str,
+    argv: list[str],
+    env: dict | None = None,
+    health: dict | None = None,
+    *,
+    preexec=None,
 ) -> subprocess.Popen:
     logs = st.root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -665,6 +800,7 @@ def start_process(
             start_new_session=True,
             env=env or os.environ.copy(),
             cwd=str(st.root),
+            preexec_fn=preexec,  # noqa: PLW1509 - `up` runs no threads
         )
     st.components[name] = {
         "pid": p.pid,
@@ -731,7 +867,7 @@ def _down(quiet: bool, force: bool) -> int:
     root = state_dir()
     st = State(root)
     comps = st.components
-    if not comps:
+    if not comps and not st.data.get("real_node"):
         if not quiet:
             log(f"nothing to stop (no {root / 'state.json'})")
         return 0
@@ -766,6 +902,9 @@ def _down(quiet: bool, force: bool) -> int:
     for n in list(comps):
         if comps[n].get("pid") != me:
             del comps[n]
+    # The real node's processes outlive their components (shims, containers): kill them by
+    # cgroup, then remove its bridge, cgroups and folders, all from the record.
+    node_problems = devcluster_node.cleanup(st, quiet)
     st.data["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     st.save()
     # Secrets and data go away; logs stay for post-mortems until the next `up`.
@@ -778,6 +917,11 @@ def _down(quiet: bool, force: bool) -> int:
             q.unlink()
     if leftovers:
         log(f"WARNING: processes still alive: {leftovers}")
+        return 1
+    if node_problems:
+        for problem in node_problems:
+            log(f"WARNING: {problem}")
+        log("the real node's record stays in state.json: run `down` again to retry")
         return 1
     if not quiet:
         log("devcluster stopped; no processes left")
@@ -811,6 +955,8 @@ def check_health(root: Path, c: dict) -> tuple[bool, str]:
     h = c.get("health") or {}
     if not h:
         return True, "no endpoint"
+    if "unix" in h:
+        return devcluster_node.unix_socket_ok(h["unix"])
     url = h["url"]
     if h.get("tls") == "admin":
         ctx = ssl.create_default_context(cafile=str(root / "pki" / "ca.crt"))
@@ -866,7 +1012,8 @@ def cluster_health(root: Path) -> tuple[bool, list[tuple[str, bool, str]]]:
             ok = False
             continue
         hok, detail = check_health(root, c)
-        rows.append((name, hok, f"pid {c['pid']}, {c['health'].get('url', '-')}: {detail[:80]}"))
+        where = c["health"].get("url") or c["health"].get("unix") or "-"
+        rows.append((name, hok, f"pid {c['pid']}, {where}: {detail[:80]}"))
         ok = ok and hok
     server = st.data.get("server")
     if server and (root / "pki" / "admin.crt").exists():
@@ -896,6 +1043,10 @@ def cluster_health(root: Path) -> tuple[bool, list[tuple[str, bool, str]]]:
         except Exception as e:
             rows.append(("api", False, str(e)))
             ok = False
+    node_row = devcluster_node.health_row(root, st)
+    if node_row:
+        rows.append(node_row)
+        ok = ok and node_row[1]
     return ok, rows
 
 
@@ -910,6 +1061,8 @@ def cmd_status(args) -> int:
                     "state_dir": str(root),
                     "kubeconfig": str(root / "kubeconfig"),
                     "components": [{"name": n, "healthy": h, "detail": d} for n, h, d in rows],
+                    "real_node": State(root).data.get("real_node"),
+                    "images": State(root).data.get("images"),
                 }
             )
         )
@@ -1060,10 +1213,22 @@ def _cmd_up(args) -> int:
         log(f"devcluster is already running and healthy (state {root})")
         print_usage(root)
         return 0
-    if State(root).components:
+    if State(root).components or State(root).data.get("real_node"):
         log("found a stale/unhealthy devcluster; stopping it first")
         cmd_down(quiet=True, force=True)
+        if State(root).data.get("real_node"):
+            die(
+                f"the real node of the previous cluster in {root} could not be removed (see "
+                "above); not starting over it. Fix that, then `make cluster-down` again"
+            )
     bin_dir = cmd_build(argparse.Namespace(quiet=True))
+    node = None
+    if devcluster_node.enabled():
+        node_bin = bin_dir_if_built("node")
+        images = devcluster_images.cached_images(node_bin) if node_bin else None
+        if not node_bin or not images:
+            die("the real node's binaries or images are missing after the build")
+        node = {"bin": node_bin, "images": images}
     manifest = json.loads((bin_dir / "manifest.json").read_text())
     jobset_dir = Path(manifest.get("jobset_module_dir", ""))
     crd_file = (
@@ -1096,11 +1261,14 @@ def _cmd_up(args) -> int:
             "bin_dir": str(bin_dir),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        if node:
+            st.data["node_bin_dir"] = str(node["bin"])
+            st.data["images"] = {n: i["ref"] for n, i in node["images"].items()}
         if args.owner_pid:
             st.data["owner_pid"] = args.owner_pid
         st.save()
         try:
-            _up(st, bin_dir, crd_file, jobset_dir, args)
+            _up(st, bin_dir, crd_file, jobset_dir, args, real=node)
         except BaseException as e:
             collided = any(
                 "address already in use" in log_tail(c["log"], 200) for c in st.components.values()
@@ -1137,7 +1305,7 @@ def print_usage(root: Path) -> None:
     )
 
 
-def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> None:
+def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, real=None) -> None:
     root = st.root
     b = lambda n: str(bin_dir / n)  # noqa: E731
     pki = root / "pki"
@@ -1155,6 +1323,8 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
         "webhook",
         "jobset-health",
     ]
+    if real:
+        names += ["kubelet-real", "kubelet-healthz", "coredns-health", "coredns-ready"]
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     st.data["ports"] = ports
     server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -1388,6 +1558,13 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
     )
     watched["jobset"] = (p_js, st.components["jobset"]["log"])
 
+    # The real node starts while the JobSet manager gets ready (the image imports overlap).
+    node_wait = (
+        devcluster_node.start(st, real["bin"], real["images"], ports, env=env, watched=watched)
+        if real
+        else None
+    )
+
     wait_until(
         "fake nodes Ready",
         lambda: (
@@ -1444,6 +1621,8 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args) -> Non
         30,
         watched,
     )
+    if node_wait:
+        node_wait()
     if args.owner_pid:
         start_process(
             st,
@@ -1607,6 +1786,17 @@ def cmd_logserver(args) -> int:
 # --------------------------------------------------------------------------------------
 
 
+def cmd_images(args) -> int:
+    devcluster_node.setup(quiet=True)
+    images = devcluster_images.build(build_bundle("node", quiet=True), quiet=args.json)
+    if args.json:
+        print(json.dumps(images, indent=2))
+        return 0
+    for name, image in images.items():
+        print(f"  {name:8s} {image['ref']:32s} {image['size'] / 1e6:6.0f} MB  {image['archive']}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="devcluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1627,6 +1817,15 @@ def main(argv=None) -> int:
     s = sub.add_parser("status", help="report the health of every component")
     s.add_argument("--json", action="store_true")
     sub.add_parser("bin-dir", help="print the cached binary directory (builds if needed)")
+    sub.add_parser(
+        "setup", help="install the Debian packages the real node needs (runc, CNI, rootfs tools)"
+    )
+    im = sub.add_parser(
+        "images", help="build (or reuse) the real node's images and print their archives"
+    )
+    im.add_argument("--json", action="store_true")
+    ns = sub.add_parser("node-ns", help=argparse.SUPPRESS)
+    ns.add_argument("--state-dir", required=True)
     ls = sub.add_parser("logserver", help=argparse.SUPPRESS)
     ls.add_argument("--state-dir", required=True)
     ls.add_argument("--port", type=int, required=True)
@@ -1638,8 +1837,15 @@ def main(argv=None) -> int:
         cmd_build(args)
         return 0
     if args.cmd == "bin-dir":
-        print(cmd_build(argparse.Namespace(quiet=True)))
+        print(build_bundle("control-plane", quiet=True))
         return 0
+    if args.cmd == "setup":
+        devcluster_node.setup()
+        return 0
+    if args.cmd == "images":
+        return cmd_images(args)
+    if args.cmd == "node-ns":
+        return devcluster_node.cmd_node_ns(args)
     return {
         "up": cmd_up,
         "down": cmd_down,

@@ -13,8 +13,15 @@ Fixtures
     A cluster that is missing or cannot be started FAILS the tests that need it; never a skip.
 ``cluster_namespace`` (function)
     A fresh namespace (default ServiceAccount present), deleted afterwards.
+``real_node`` (session)
+    The devcluster's real node (kubelet + containerd): its name, how to place a pod on it
+    (:meth:`RealNode.place`), its images and its shared host folder. A cluster without a Ready
+    real node FAILS the tests that need it (e.g. ``DEVCLUSTER_REAL_NODE=0``: deselect them with
+    ``-m "not realnode"``).
 
 Marker ``cluster``: every test carrying it gets the ``devcluster`` fixture automatically.
+Marker ``realnode``: the test runs containers on the real node (gets ``real_node``; implies
+``cluster``).
 
 Needs the ``kubernetes`` Python client (30.x-37.x) only when a cluster test runs.
 """
@@ -46,11 +53,24 @@ SLICE_LABEL = "devcluster/slice"
 T = TypeVar("T")
 
 
+#: Images of the real node (built and imported by ``devcluster.py``; never pulled).
+SHELL_IMAGE = "devcluster.local/shell:1"
+PYTHON_IMAGE = "devcluster.local/python-jax:1"
+REAL_NODE_LABEL = "devcluster/real-node"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "cluster: needs the local control plane (devcluster); started by the session fixture",
     )
+    config.addinivalue_line(
+        "markers", "realnode: runs real containers on the devcluster's real node (kubelet)"
+    )
+
+
+def _wants_cluster(item: pytest.Item) -> bool:
+    return bool(item.get_closest_marker("cluster") or item.get_closest_marker("realnode"))
 
 
 _BUILD_ERROR: list[str] = []
@@ -63,7 +83,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """
     if session.config.option.collectonly or os.environ.get("DEVCLUSTER_KUBECONFIG"):
         return
-    if not any(item.get_closest_marker("cluster") for item in session.items):
+    if not any(_wants_cluster(item) for item in session.items):
         return
     if _healthy(_state_dir()):
         return
@@ -79,13 +99,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def _devcluster_for_cluster_marker(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("cluster") is not None:
+    if request.node.get_closest_marker("realnode") is not None:
+        request.getfixturevalue("real_node")
+    elif request.node.get_closest_marker("cluster") is not None:
         request.getfixturevalue("devcluster")
 
 
 def _state_dir() -> Path:
     default = HERE.parent.parent / ".devcluster"
-    return Path(os.environ.get("DEVCLUSTER_STATE_DIR", str(default))).resolve()
+    return Path(os.environ.get("DEVCLUSTER_STATE_DIR") or str(default)).resolve()
 
 
 @dataclass
@@ -307,6 +329,63 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
     finally:
         if dc.started_here:
             _run_devcluster(["down"], request, stream=False)
+
+
+@dataclass
+class RealNode:
+    """The devcluster's real node, for tests that run real containers."""
+
+    name: str
+    #: Host folder mounted by ``hostPath`` into pods (same path on the node), or None when
+    #: the cluster is not a local devcluster.
+    shared_dir: Path | None
+    subnet: str | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def place(pod_spec: dict[str, Any]) -> dict[str, Any]:
+        """Select the real node in ``pod_spec`` (its label, a toleration of its taint)."""
+        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), REAL_NODE_LABEL: "true"}
+        pod_spec["tolerations"] = [
+            *(pod_spec.get("tolerations") or []),
+            {"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"},
+        ]
+        return pod_spec
+
+
+@pytest.fixture(scope="session")
+def real_node(devcluster: DevCluster) -> RealNode:
+    """The Ready real node of the cluster, or a test failure that says why there is none."""
+    record: dict[str, Any] = {}
+    if devcluster.state_dir is not None:
+        proc = subprocess.run(
+            [sys.executable, str(DEVCLUSTER_PY), "status", "--json"],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, DEVCLUSTER_STATE_DIR=str(devcluster.state_dir)),
+        )
+        with contextlib.suppress(ValueError):
+            record = json.loads(proc.stdout).get("real_node") or {}
+    nodes = devcluster.core.list_node(label_selector=f"{REAL_NODE_LABEL}=true").items
+    ready = [
+        n.metadata.name
+        for n in nodes
+        if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+    ]
+    if not ready:
+        why = (
+            "the real node is off (DEVCLUSTER_REAL_NODE=0)"
+            if os.environ.get("DEVCLUSTER_REAL_NODE", "1").strip().lower() in ("0", "false")
+            else f"no Ready node labelled {REAL_NODE_LABEL}=true (see `make cluster-status`)"
+        )
+        pytest.fail(
+            f"this test runs containers on the devcluster's real node, but {why}; "
+            'deselect real-node tests with -m "not realnode"',
+            pytrace=False,
+        )
+    shared = Path(record["dir"]) / "shared" if record.get("dir") else None
+    return RealNode(name=ready[0], shared_dir=shared, subnet=record.get("subnet"), record=record)
 
 
 @pytest.fixture

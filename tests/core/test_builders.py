@@ -79,17 +79,21 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_env(container: dict[str, Any], pod_meta: dict[str, Any]) -> dict[str, str]:
-    """Container env as the kubelet makes it: values, and downward-API field references."""
+    """Container env as the kubelet makes it: values (with ``$(VAR)`` of earlier entries
+    expanded), and downward-API field references."""
     out: dict[str, str] = {}
     for entry in container["env"]:
         if "value" in entry:
-            out[entry["name"]] = entry["value"]
+            out[entry["name"]] = expand(entry["value"], out)
             continue
         path = entry["valueFrom"]["fieldRef"]["fieldPath"]
         match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
         assert match, f"unsupported field path {path}"
         out[entry["name"]] = pod_meta[match.group(1)][match.group(2)]
     return out
+
+
+NAME_ENV = {"fieldRef": {"fieldPath": builders.JOBSET_NAME_FIELD}}
 
 
 def expand(arg: str, env: dict[str, str]) -> str:
@@ -168,7 +172,8 @@ def test_leader_workers_shape() -> None:
     assert (leader_c["image"], worker_c["image"]) == ("img:1", "img:2")
     assert (leader_c["command"], worker_c["command"]) == (["serve"], ["work"])
     assert leader_c["ports"] == [{"name": "leader", "containerPort": 7000}]
-    assert env_of(leader_c)["COORDINATOR_ADDRESS"] == "lw-leader-0-0.lw"
+    assert env_of(leader_c)["COORDINATOR_ADDRESS"] == "$(JOBSET_NAME)-leader-0-0.$(JOBSET_NAME)"
+    assert leader_c["env"][0] == {"name": "JOBSET_NAME", "valueFrom": NAME_ENV}
     assert env_of(worker_c)["COORDINATOR_PORT"] == "7000"
     assert env_of(worker_c)["NUM_WORKERS"] == "3"
     assert leader["template"]["spec"]["restartPolicy"] == "Never"
@@ -239,7 +244,9 @@ def test_pytorch_ddp_shape() -> None:
     assert container["resources"] == {"limits": {"nvidia.com/gpu": "8"}}
     assert container["ports"] == [{"name": "torchrun", "containerPort": 29500}]
     env = env_of(container)
-    assert env["MASTER_ADDR"] == coordinator_endpoint(js) == "ddp-node-0-0.ddp"
+    assert env["MASTER_ADDR"] == "$(JOBSET_NAME)-node-0-0.$(JOBSET_NAME)"
+    assert expand(env["MASTER_ADDR"], {"JOBSET_NAME": "ddp"}) == coordinator_endpoint(js)
+    assert container["env"][0] == {"name": "JOBSET_NAME", "valueFrom": NAME_ENV}
     assert env["NODE_RANK"] == {"fieldRef": {"fieldPath": builders.COMPLETION_INDEX_FIELD}}
     assert (env["MASTER_PORT"], env["NNODES"], env["NPROC_PER_NODE"]) == ("29500", "4", "8")
 
@@ -250,7 +257,9 @@ def test_master_address_is_the_coordinator_pod_behind_the_headless_service() -> 
     assert rendered.service is not None
     first_job = rendered.jobs[0]
     pod_spec = first_job["spec"]["template"]["spec"]
-    master = env_of(pod_spec["containers"][0])["MASTER_ADDR"]
+    pod_labels = first_job["spec"]["template"]["metadata"]["labels"]
+    raw = env_of(pod_spec["containers"][0])["MASTER_ADDR"]
+    master = expand(raw, {"JOBSET_NAME": pod_labels[labels.JOBSET_NAME]})
     # Pod 0 of the first Job: hostname <job>-0, in the Service's subdomain.
     assert master == f"{first_job['metadata']['name']}-0.{pod_spec['subdomain']}"
     assert pod_spec["subdomain"] == rendered.service["metadata"]["name"]
@@ -378,8 +387,9 @@ def test_jax_multislice_shape() -> None:
     container = spec["template"]["spec"]["containers"][0]
     assert container["resources"] == {"limits": {"google.com/tpu": "4"}}
     env = env_of(container)
-    assert env["JAX_COORDINATOR_ADDRESS"] == "v6e-slice-0-0.v6e:1234"
-    assert env["MEGASCALE_COORDINATOR_ADDRESS"] == "v6e-slice-0-0.v6e"
+    assert env["JAX_COORDINATOR_ADDRESS"] == "$(JOBSET_NAME)-slice-0-0.$(JOBSET_NAME):1234"
+    assert env["MEGASCALE_COORDINATOR_ADDRESS"] == "$(JOBSET_NAME)-slice-0-0.$(JOBSET_NAME)"
+    assert env["JOBSET_NAME"] == NAME_ENV
     assert env["SLICE_ID"] == {"fieldRef": {"fieldPath": builders.JOB_INDEX_FIELD}}
     assert env["HOST_ID"] == {"fieldRef": {"fieldPath": builders.COMPLETION_INDEX_FIELD}}
     assert js.spec.failure_policy is not None
@@ -436,6 +446,34 @@ BUILDS: dict[str, Callable[[], JobSet]] = {
         "c", "i", ["r"], slices=2, hosts_per_slice=2, topology_key="k"
     ),
 }
+
+
+COORDINATOR_VARIABLE = {
+    "leader-workers": "COORDINATOR_ADDRESS",
+    "pytorch-ddp": "MASTER_ADDR",
+    "jax-multislice": "JAX_COORDINATOR_ADDRESS",
+}
+
+
+@pytest.mark.parametrize("build", BUILDS.values(), ids=BUILDS.keys())
+def test_the_coordinator_address_follows_a_renamed_jobset(
+    build: Callable[[], JobSet], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The operator names a JobSet ``<name>-<hash of the task instance>``: every pod must
+    still find the coordinator of the JobSet that was created, not of the builder's name."""
+    js = build()
+    renamed = js.model_copy(
+        update={"metadata": js.metadata.model_copy(update={"name": f"{js.name}-0a1b2c3d4e"})}
+    )
+    expected = coordinator_endpoint(renamed)
+    assert expected is not None and expected.startswith(f"{js.name}-0a1b2c3d4e-")
+    probe = renamed.model_copy(deep=True)
+    for rjob in probe.replicated_jobs:
+        for container in rjob.template.spec["template"]["spec"]["containers"]:
+            container["command"] = PROBE
+    variable = COORDINATOR_VARIABLE[request.node.callspec.id]
+    seen = {r["env"][variable].removesuffix(":1234") for r in run_pods(probe, tmp_path)}
+    assert seen == {expected}
 
 
 @pytest.mark.parametrize("build", BUILDS.values(), ids=BUILDS.keys())
