@@ -127,3 +127,106 @@ class _SlowCallbacks(logging.Handler):
         message = record.getMessage()
         if "took" in message and "seconds" in message:
             self.found.append(message)
+
+
+#: More namespaces than the 100 connections of the client's request pool: the old design
+#: (one watch per namespace on that pool) stalled past it.
+WIDE_NAMESPACES = 110
+TRIGGERS_PER_NAMESPACE = 2
+
+
+@pytest.mark.timeout(900)
+async def test_triggers_in_more_namespaces_than_connections_all_fire(
+    devcluster: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A triggerer whose identity may list only namespace by namespace (a Role bound in each
+    of 110 namespaces, as a team's triggerer would have): 220 triggers, one observer, one
+    informer per kind and namespace, each on a stream of its own; every trigger fires."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.kfp.test_kfp_rbac import _kubeconfig_as_account
+
+    home = devcluster.create_namespace("wide-home")
+    with ThreadPoolExecutor(8) as pool:
+        namespaces = list(
+            pool.map(lambda i: devcluster.create_namespace(f"wide{i}"), range(WIDE_NAMESPACES))
+        )
+    try:
+        for namespace in namespaces:
+            _bind_across(devcluster, namespace, home)
+        kubeconfig = _kubeconfig_as_account(devcluster, home, tmp_path)
+        conn = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+        monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conn))
+        names = [
+            (namespace, f"wide-{i}")
+            for namespace in namespaces
+            for i in range(TRIGGERS_PER_NAMESPACE)
+        ]
+        with ThreadPoolExecutor(8) as pool:
+            list(
+                pool.map(
+                    lambda item: devcluster.create_jobset(
+                        item[0],
+                        body(
+                            item[1],
+                            {
+                                "devcluster/run-seconds": "2",
+                                "devcluster/termination-message": item[1],
+                            },
+                        ),
+                    ),
+                    names,
+                )
+            )
+        started = time.monotonic()
+        runs = [
+            asyncio.ensure_future(fire(JobSetTrigger(name=n, namespace=ns), timeout=600))
+            for ns, n in names
+        ]
+        peak: dict[str, Any] = {}
+        while not all(r.done() for r in runs):
+            await asyncio.sleep(1)
+            (shared,) = shared_stats().values() or ({},)
+            if shared and shared["client"]["watches_open"] >= peak.get("client", {}).get(
+                "watches_open", 0
+            ):
+                peak = shared
+        verdicts = await asyncio.gather(*runs)
+        took = time.monotonic() - started
+    finally:
+        for namespace in [home, *namespaces]:
+            devcluster.delete_namespace(namespace)
+    assert [v.kind for v in verdicts] == ["completed"] * len(names)
+    assert [v.result for v in verdicts] == [n for _, n in names]
+    print(f"{len(names)} triggers in {len(namespaces)} namespaces fired in {took:.1f}s: {peak}")
+    # Namespace by namespace (no cluster-wide list for this identity): one informer per kind
+    # and namespace, all streaming at once: 4 x 110 watches, past the 100-connection pool.
+    assert peak["scope"] == "auto" and peak["cluster_wide"] == {
+        "event": False,
+        "job": False,
+        "jobset": False,
+        "pod": False,
+    }
+    assert peak["informers"] == {k: WIDE_NAMESPACES for k in ("event", "job", "jobset", "pod")}
+    assert peak["client"]["watches_open"] >= 4 * WIDE_NAMESPACES
+    assert shared_stats() == {}
+
+
+def _bind_across(devcluster: Any, namespace: str, home: str) -> None:
+    """The controller backend's launcher Role in ``namespace``, bound to the account of
+    ``home`` (a RoleBinding may name a service account of another namespace)."""
+    import yaml
+    from kubernetes import client
+
+    from tests.kfp.test_kfp_rbac import RBAC
+
+    rbac = client.RbacAuthorizationV1Api(devcluster.api_client())
+    text = (RBAC / "jobset-launcher-controller.yaml").read_text(encoding="utf-8")
+    for document in yaml.safe_load_all(text):
+        document["metadata"]["namespace"] = namespace
+        if document["kind"] == "Role":
+            rbac.create_namespaced_role(namespace, document)
+        else:
+            document["subjects"][0]["namespace"] = home
+            rbac.create_namespaced_role_binding(namespace, document)
