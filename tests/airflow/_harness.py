@@ -102,6 +102,36 @@ class AirflowProcesses:
         return self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
 
 
+#: Stops the process groups named in its arguments once its stdin closes: when the test
+#: process ends, even by SIGKILL, the pipe's last writer is gone.
+_WATCHDOG = """
+import os, signal, sys, time
+sys.stdin.buffer.read()
+groups = [int(g) for g in sys.argv[1:]]
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    alive = []
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+            alive.append(group)
+        except OSError:
+            pass
+    if not alive:
+        break
+    groups = alive
+    time.sleep(10)
+"""
+
+
+def _watchdog(procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """A process that stops ``procs`` (their groups) if the test run dies without doing it."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, *(str(p.pid) for p in procs)],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
 @contextmanager
 def airflow_processes(
     dags: Mapping[str, str], *, parallelism: int = 2, extra_env: Mapping[str, str] | None = None
@@ -148,6 +178,7 @@ def airflow_processes(
                 start_new_session=True,
             )
         )
+    watchdog = _watchdog(ctx.procs)  # a killed test run leaves no Airflow behind
     try:
         yield ctx
     finally:
@@ -161,3 +192,6 @@ def airflow_processes(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # it stops what is left of their groups (forked workers)
+        watchdog.wait(30)
