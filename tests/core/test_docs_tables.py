@@ -1,5 +1,6 @@
-"""``docs/validation.md`` shows the limits and the deliberate strictness exactly as the code
-defines them: the tables between the markers are generated, and this test keeps them equal."""
+"""``docs/concepts/validation.md`` shows the limits and the deliberate strictness exactly as
+the code defines them: the tables between the markers are generated, and this test keeps them
+equal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from jobset_core.limits import limits_markdown
 from jobset_core.validation.strictness import STRICTNESS, strictness_markdown
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "concepts" / "validation.md"
 
 
 @pytest.mark.parametrize(
@@ -23,7 +24,7 @@ def test_docs_show_the_table_of_the_code(marker: str, render: Callable[[], str])
     found = re.search(rf"<!-- BEGIN {marker}:[^\n]*-->\n(.*?)<!-- END {marker} -->", text, re.S)
     assert found, f"no {marker} table between markers in {DOC}"
     assert found.group(1) == render(), (
-        f"docs/validation.md is out of date; the {marker} table is now:\n{render()}"
+        f"docs/concepts/validation.md is out of date; the {marker} table is now:\n{render()}"
     )
 
 
