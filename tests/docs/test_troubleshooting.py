@@ -1,7 +1,10 @@
-"""The Troubleshooting page has an entry for every error class the code defines and every
-outcome reason it can report, and none for a class or reason that does not exist.
+"""The Troubleshooting page has an entry for every error class the code defines, every kind
+of verdict a wait can end with and every reason an outcome or a verdict can carry, and none for
+a class, kind or reason that does not exist.
 
-Read from the source (no imports), so it runs in any environment.
+Private classes (``_Name``) are left out: they are control flow inside one module, caught
+there, and never reach a user. Read from the source (no imports), so it runs in any
+environment.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def error_classes() -> set[tuple[str, str]]:
         for path in (ROOT / package).rglob("*.py"):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             for node in ast.parse(path.read_text()).body:
-                if isinstance(node, ast.ClassDef):
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                     bases = [ast.unparse(b).split(".")[-1] for b in node.bases]
                     classes[(module, node.name)] = bases
     names = {name for _, name in classes}
@@ -52,6 +55,47 @@ def outcome_reasons() -> set[str]:
     return reasons
 
 
+def verdict_kinds() -> set[str]:
+    """The kinds of :data:`jobset_core.lifecycle.VerdictKind`."""
+    tree = ast.parse((ROOT / "jobset_core/lifecycle/verdict.py").read_text())
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "VerdictKind" for t in node.targets)
+            and isinstance(node.value, ast.Subscript)
+        ):
+            return {c.value for c in ast.walk(node.value.slice) if isinstance(c, ast.Constant)}
+    raise AssertionError("VerdictKind not found")
+
+
+def verdict_reasons() -> set[str]:
+    """The reasons the judge writes itself (``Deleted``, ``Timeout``...): the constant reason
+    of a ``self.verdict(kind, outcome, reason, message)`` call, and the ``Literal`` values a
+    ``reason`` parameter takes. The other verdicts carry the outcome's or the event's reason."""
+    tree = ast.parse((ROOT / "jobset_core/lifecycle/_judge.py").read_text())
+    reasons: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "verdict"
+            and len(node.args) >= 3
+            and isinstance(node.args[2], ast.Constant)
+        ):
+            reasons.add(node.args[2].value)
+        if (
+            isinstance(node, ast.arg)
+            and node.arg == "reason"
+            and isinstance(node.annotation, ast.Subscript)
+            and ast.unparse(node.annotation.value).endswith("Literal")
+        ):
+            reasons |= {
+                c.value for c in ast.walk(node.annotation.slice) if isinstance(c, ast.Constant)
+            }
+    assert reasons  # the scan found the judge's own reasons
+    return reasons
+
+
 def anchors() -> set[str]:
     return set(re.findall(r"\{ #([\w-]+) \}", PAGE.read_text()))
 
@@ -59,13 +103,21 @@ def anchors() -> set[str]:
 def test_every_error_class_has_an_entry() -> None:
     gen = docs_gen()
     wanted = {gen.error_anchor(module, name) for module, name in error_classes()}
-    documented = {a for a in anchors() if not a.startswith("reason-")}
+    documented = {a for a in anchors() if not a.startswith(("reason-", "verdict-"))}
     assert not wanted - documented, f"no Troubleshooting entry for {sorted(wanted - documented)}"
     assert not documented - wanted, f"entries for no such class: {sorted(documented - wanted)}"
 
 
-def test_every_outcome_reason_has_an_entry() -> None:
-    wanted = {f"reason-{r}" for r in outcome_reasons()} | {"reason-CreationFailed"}
+def test_every_verdict_kind_has_an_entry() -> None:
+    wanted = {f"verdict-{kind}" for kind in verdict_kinds()}
+    documented = {a for a in anchors() if a.startswith("verdict-")}
+    assert not wanted - documented, f"no entry for verdicts {sorted(wanted - documented)}"
+    assert not documented - wanted, f"entries for no such verdict: {sorted(documented - wanted)}"
+
+
+def test_every_outcome_and_verdict_reason_has_an_entry() -> None:
+    reasons = outcome_reasons() | verdict_reasons()
+    wanted = {f"reason-{r}" for r in reasons} | {"reason-CreationFailed"}
     documented = {a for a in anchors() if a.startswith("reason-")}
     assert not wanted - documented, f"no entry for reasons {sorted(wanted - documented)}"
     assert not documented - wanted, f"entries for no such reason: {sorted(documented - wanted)}"
