@@ -370,7 +370,10 @@ class JobSetOperator(BaseOperator):
             self.log.info("%s", verdict.message)  # at once: the finish may take a while
             return submission, await self._finish(run, submission.handle, verdict)
 
-        submission, finished = self._in_core(run_here)
+        try:
+            submission, finished = self._in_core(run_here)
+        except NEVER_RETRIED as error:  # a run taken by another, a spec the backend refused
+            raise AirflowFailException(str(error)) from error
         if finished is None:
             self._defer(submission, ends, budget)
         assert finished is not None
@@ -514,6 +517,8 @@ class JobSetOperator(BaseOperator):
                 )
         for pod, text in sorted(finished.pod_logs.items()):
             self.log.error("last lines of failed pod %s:\n%s", pod, text)
+        for problem in finished.problems:  # a refused delete, unreadable logs
+            self.log.warning("%s", problem)
         if verdict.kind in ("completed", "failed"):
             self._store(task_state_store(context), run_handle(verdict), finished=True)
         if finished.deleted:

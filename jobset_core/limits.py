@@ -1,4 +1,4 @@
-"""Hard limits on input, refused early with a clear message (``docs/validation.md``).
+"""Hard limits on input, refused early with a clear message (``docs/concepts/validation.md``).
 
 Each limit is far above any real JobSet (the upstream examples and the builders' output stay
 below a tenth of each) and exists so that hostile or careless input fails fast instead of
@@ -67,7 +67,7 @@ LIMITS: tuple[Limit, ...] = (
 
 
 def limits_markdown() -> str:
-    """:data:`LIMITS` as the Markdown table of ``docs/validation.md``."""
+    """:data:`LIMITS` as the Markdown table of ``docs/concepts/validation.md``."""
     lines = ["| limit | value | of |", "|---|---|---|"]
     lines += [f"| `{item.name}` | {item.value:,} {item.unit} | {item.what} |" for item in LIMITS]
     return "\n".join(lines) + "\n"

@@ -275,6 +275,8 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
     for pod, text in sorted(finished.pod_logs.items()):
         _say(streams.err, f"--- failed pod {pod} (last lines)")
         streams.err.write(text if text.endswith("\n") or not text else text + "\n")
+    for problem in finished.problems:  # a refused delete, unreadable logs
+        _say(streams.err, f"jobsetctl run: {problem}")
     if finished.deleted:
         _say(streams.out, f"deleted: JobSet {namespace}/{verdict.name} ({args.delete_policy})")
     return _EXIT.get(verdict.kind, EXIT_FAILED)

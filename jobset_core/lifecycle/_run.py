@@ -546,7 +546,12 @@ class Run:
                     return
                 left = None if ends is None else ends - time.monotonic()
                 if left is not None and left <= 0:
-                    raise WaitTimeout(Judge(handle).timeout(timeout or 0.0))
+                    verdict = Judge(handle).timeout(timeout or 0.0)
+                    message = (
+                        f"JobSet {handle.namespace}/{handle.name} was still being deleted "
+                        f"after {timeout or 0.0:g}s"
+                    )
+                    raise WaitTimeout(verdict.model_copy(update={"message": message}))
                 await tracked.changed(_GONE_POLL * 4 if empty else left)
 
     async def set_suspend(self, handle: Handle, suspend: bool) -> None:

@@ -41,7 +41,7 @@ Rule ids:
   ``annotations-size``.
 
 Where a rule rejects what the API server accepts, it is listed in
-:data:`.strictness.STRICTNESS`; ``docs/validation.md`` has the table and the input limits.
+:data:`.strictness.STRICTNESS`; ``docs/concepts/validation.md`` has the table and the input limits.
 """
 
 from __future__ import annotations

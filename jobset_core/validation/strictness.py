@@ -6,8 +6,8 @@ Jobs. A few rules reject more: what the server accepts but then never runs, or r
 without failing the JobSet. Each is listed here with the rule id (and, where the id is shared
 with faithful checks, the field path) of the problems it gives; nothing else may reject what
 the server accepts. The differential fuzz test (``tests/core/test_fuzz_differential.py``)
-holds validation to that against the devcluster, and ``docs/validation.md`` shows this table
-(a test keeps the two equal).
+holds validation to that against the devcluster, and ``docs/concepts/validation.md`` shows this
+table (a test keeps the two equal).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def is_deliberate(problem: Problem) -> bool:
 
 
 def strictness_markdown() -> str:
-    """:data:`STRICTNESS` as the Markdown table of ``docs/validation.md``."""
+    """:data:`STRICTNESS` as the Markdown table of ``docs/concepts/validation.md``."""
     lines = ["| rule (path) | we reject | upstream |", "|---|---|---|"]
     for item in STRICTNESS:
         rule = "any" if item.rule == "*" else f"`{item.rule}`"
