@@ -61,7 +61,11 @@ OPERATOR_CASES = [
     ({"retries": -1}, ValueError, "retries=...): must be >= 0"),
     ({"retries": "3"}, TypeError, "retries=...): must be an int >= 0"),
     ({"backend": "kubeflow"}, ValueError, "backend=...): must be one of 'auto'"),
-    ({"delete_policy": "sometimes"}, ValueError, "delete_policy=...): must be one of 'always'"),
+    (
+        {"delete_policy": "sometimes"},
+        ValueError,
+        "delete_policy=...): must be one of 'never', 'on_timeout'",
+    ),
     ({"namespace": "BAD NS!"}, ValueError, "namespace=...) 'BAD NS!' is not a valid namespace"),
     ({"namespace": ""}, ValueError, "namespace=...) must not be empty"),
     ({"namespace": 7}, TypeError, "namespace=...): must be a string or None"),

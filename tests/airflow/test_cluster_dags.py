@@ -55,6 +55,8 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1),
     JobSetOperator(task_id="flaky", jobset=jobset("flaky", {{
         "devcluster/fail-until-attempt": "1", "devcluster/termination-message": "second"}},
         max_restarts=1), **common)
+    JobSetOperator(task_id="taken", jobset=jobset("taken", {{}}), name="taken", retries=2,
+        **common)
 """
 
 
@@ -92,8 +94,19 @@ def test_success_failure_and_restart_as_retry(  # noqa: PLR0917
         dag_id,
         DAG.format(ns=cluster_namespace, backend=backend, deferrable=deferrable, dag_id=dag_id),
     )
+    # "taken" is the name of an object that is not this task's run (no identity labels).
+    if backend == "controller":
+        devcluster.create_jobset(cluster_namespace, _suspended("taken"))
+    else:
+        devcluster.core.create_namespaced_config_map(
+            cluster_namespace, {"metadata": {"name": "taken"}, "data": {"a": "b"}}
+        )
     result = run_dag(path, dag_id)
     tasks = result["tasks"]
+
+    taken = tasks["taken"]
+    assert taken["state"] == "failed"
+    assert taken["try_number"] == 1, "a name taken by another run must not be retried"
 
     ok = tasks["ok"]
     assert ok["state"] == "success" and ok["try_number"] == 1
@@ -118,11 +131,24 @@ def test_success_failure_and_restart_as_retry(  # noqa: PLR0917
         items = devcluster.custom.list_namespaced_custom_object(
             "jobset.x-k8s.io", "v1alpha2", cluster_namespace, "jobsets"
         )["items"]
-        names = sorted(i["metadata"]["name"] for i in items)
+        names = sorted(i["metadata"]["name"] for i in items if i["metadata"]["name"] != "taken")
     else:
         maps = devcluster.core.list_namespaced_config_map(
             cluster_namespace, label_selector="airflow-jobset/dag-id"
         ).items
         names = sorted(m.metadata.name for m in maps)
-    assert len(names) == 3, names
+    assert len(names) == 3, names  # (besides "taken", which is not the task's)
     assert xcom(flaky, "jobset_name") in names
+
+
+def _suspended(name: str) -> dict[str, Any]:
+    pod = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [{"name": "w", "template": {"spec": {"template": pod}}}],
+        },
+    }

@@ -76,15 +76,17 @@ def test_trigger_on_kill_exists_only_from_3_3() -> None:
 
 
 def test_exceptions_are_the_ones_airflow_acts_on() -> None:
-    # The task runner fails without retry on AirflowFailException: ours must be that class.
+    # The task runner fails without retry on AirflowFailException: what the operator raises
+    # for an error never retried (wrapping the core's) must be that class, on every minor.
     try:
         from airflow.sdk.exceptions import AirflowFailException
     except ImportError:
         from airflow.exceptions import AirflowFailException
-    from airflow_provider_jobset.exceptions import JobSetFailed
+    from airflow_provider_jobset.exceptions import NEVER_RETRIED, JobSetFailed
 
-    assert issubclass(JobSetFailed, AirflowFailException)
     assert _compat.AirflowFailException is AirflowFailException
+    assert JobSetFailed in NEVER_RETRIED
+    assert not issubclass(JobSetFailed, AirflowFailException)  # the core knows no Airflow
 
 
 class _TI:
