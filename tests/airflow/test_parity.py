@@ -374,7 +374,16 @@ def run_cli(
     path = tmp / f"{name}-{scenario.id}.yaml"
     path.write_text(yaml.safe_dump(document(scenario, name)))
     out = _Stamped(result)
-    args = ["run", str(path), "-n", namespace, "--backend", backend, "--kubeconfig", str(kubeconfig)]
+    args = [
+        "run",
+        str(path),
+        "-n",
+        namespace,
+        "--backend",
+        backend,
+        "--kubeconfig",
+        str(kubeconfig),
+    ]
     if scenario.timeout:
         args += ["--timeout", str(scenario.timeout)]
     cli.main(args, stdout=out, stderr=out, stdin=io.StringIO())  # the verdict goes to either
