@@ -10,9 +10,9 @@ What must agree, per scenario and backend:
 
 * the verdict (``completed``, ``failed``, ``creation_failed``, ``gone``, ``timeout``) and its
   reason (``AllJobsCompleted``, ``ReachedMaxRestarts``, ``JobCreationFailed``, ...);
-* the time to verdict, within :data:`WITHIN` seconds: measured from the moment that decides it
-  (the resume of a suspended JobSet, its deletion, the way's own submission for a creation the
-  cluster refuses, the way's deadline for a timeout).
+* the time to verdict, within :data:`WITHIN` seconds (see :func:`tolerance`): measured from the
+  moment that decides it (the resume of a suspended JobSet, its deletion, the way's own
+  submission for a creation the cluster refuses, the way's deadline for a timeout).
 
 Airflow surfaces a restart as a task retry: the two operator ways end their first try with a
 ``restarting`` verdict and finish on the next try, while the sensor, KFP and ``jobsetctl`` wait
@@ -51,11 +51,9 @@ KFP_PYTHON = ROOT / ".venv" / "kfp" / "bin" / "python"
 BACKENDS = ("controller", "native")
 WAYS = ("worker", "deferrable", "sensor", "kfp", "cli")
 AIRFLOW_WAYS = ("worker", "deferrable")
-#: How far apart the ways' times to verdict may be (seconds). It is there to catch a way that
-#: lags by design (a poll interval, an event it misses until a resync or its deadline: 10 s and
-#: more), not the scheduling jitter of a loaded machine: on 2 cores at load 10 the ways of one
-#: scenario were measured up to 3.5 s apart, on a quiet one within 1.2 s.
-WITHIN = 5.0
+#: How far apart the ways' times to verdict may be (seconds) on a machine whose run queue does
+#: not exceed its cores; see :func:`tolerance` for a busier one.
+WITHIN = 2.0
 WATCHING_TIMEOUT = 240.0
 TIMEOUT = 12
 
@@ -364,7 +362,13 @@ def run_sensor(
 
 
 def run_cli(
-    scenario: Scenario, backend: str, namespace: str, result: WayResult, tmp: Path, kubeconfig: Path
+    scenario: Scenario,
+    backend: str,
+    namespace: str,
+    result: WayResult,
+    tmp: Path,
+    *,
+    kubeconfig: Path,
 ) -> None:
     """``jobsetctl run`` in a thread of this process, told the cluster as a user would tell it."""
     from jobset_core import cli
@@ -678,11 +682,22 @@ def decisive_moment(
     return max(moment, result.watching_at or moment)
 
 
+def tolerance(load: float, cores: int) -> float:
+    """:data:`WITHIN`, stretched by the factor the run queue exceeds the cores (pure).
+
+    The suite is there to catch a way that lags by design (a poll interval, an event missed
+    until a resync or a deadline: 10 s and more), not the time slicing of an overloaded
+    machine, which delays every process of a way by about that factor: on 2 cores at load 10
+    the ways of one scenario were measured up to 3.5 s apart, on a quiet machine within 1.2 s."""
+    return WITHIN * max(1.0, load / max(cores, 1))
+
+
 def check(
     scenario: Scenario,
     results: list[WayResult],
     acted: dict[str, float],
     moments: Moments | None,
+    within: float = WITHIN,
 ) -> list[Disagreement]:
     """The ways of one scenario on one backend, against the table and each other (pure)."""
     found: list[Disagreement] = []
@@ -712,11 +727,11 @@ def check(
             result.verdict_at[0 if retried else -1] - start
         )
     for by_way in latencies.values():
-        if len(by_way) > 1 and max(by_way.values()) - min(by_way.values()) > WITHIN:
+        if len(by_way) > 1 and max(by_way.values()) - min(by_way.values()) > within:
             middle = sorted(by_way.values())[len(by_way) // 2]
             slow = max(by_way, key=lambda way: abs(by_way[way] - middle))  # the odd one out
             shown = {w: round(v, 2) for w, v in sorted(by_way.items())}
-            why = f"times to verdict {shown} are more than {WITHIN}s apart"
+            why = f"times to verdict {shown} are more than {within:.1f}s apart"
             found.append(Disagreement(scenario.id, results[0].backend, slow, why))
     return found
 
@@ -813,7 +828,7 @@ def start_wave(
                 target: Callable[[], None] | None = {
                     "worker": lambda a=args: run_worker(*a),
                     "sensor": lambda a=args: run_sensor(*a, submit),
-                    "cli": lambda a=args: run_cli(*a, tmp, kubeconfig),
+                    "cli": lambda a=args: run_cli(*a, tmp, kubeconfig=kubeconfig),
                     "kfp": lambda a=args: run_kfp(*a, tmp=tmp, env=env),
                 }.get(way)
                 if target is not None:
@@ -877,14 +892,16 @@ def drive_wave(wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path) -> No
 
 def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
     found: list[Disagreement] = []
-    shown: list[str] = []
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    within = tolerance(load, cores)
+    shown = [f"times to verdict may differ by {within:.1f}s (load {load:.1f} on {cores} cores)"]
     for scenario in wave.scenarios:
         for backend in BACKENDS:
             results = [
                 r for (s, b, _), r in wave.results.items() if s == scenario.id and b == backend
             ]
             acted = wave.acted.get((scenario.id, backend), {})
-            found += check(scenario, results, acted, wave.moments)
+            found += check(scenario, results, acted, wave.moments, within)
             shown.append(table(scenario, results, acted, wave.moments))
     return found, "\n".join(shown)
 
@@ -968,3 +985,13 @@ def test_a_broken_path_fails_the_parity(
         devcluster.delete_namespace(namespace)
     print(shown)
     assert {d.way for d in found} == {"sensor"}, found
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "within"),
+    [(0.3, 2, 2.0), (2.0, 2, 2.0), (3.0, 2, 3.0), (10.0, 2, 10.0), (1.0, 0, 2.0)],
+)
+def test_the_tolerance_is_the_issues_two_seconds_until_the_machine_is_overloaded(
+    load: float, cores: int, within: float
+) -> None:
+    assert tolerance(load, cores) == pytest.approx(within)
