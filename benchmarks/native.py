@@ -70,7 +70,9 @@ def _fanout(ctx: Context, backend: str) -> dict[str, Any]:
     took = (counter.at or 0.0) - submitted
     progress(f"fan-out of {jobs} Jobs, {backend}: {took:.2f}s")
     subject.stop()
-    ctx.cluster.delete_namespaces([namespace])
+    # Wait until they are gone: the next measurement must not share the machine with the
+    # deletion of its Jobs and pods.
+    ctx.cluster.delete_namespaces([namespace], wait=True)
     return {"seconds": took}
 
 
@@ -103,7 +105,7 @@ def _requests(ctx: Context) -> list[Figure]:
         ctx.mark_audit()
         life = jobset_body(
             "life",
-            annotations={"devcluster/run-seconds": "5"},
+            annotations={"devcluster/run-seconds": str(ctx.profile.life_seconds)},
             run=ctx.cluster.run,
             replicas=4,
             dns=True,

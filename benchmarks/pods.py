@@ -51,7 +51,7 @@ def run(ctx: Context) -> list[Figure]:
     replicas = pods // per_job
     namespace = ctx.cluster.namespaces("bench-pods", 1)[0]
     # Long enough for every pod to be created and run before they all end.
-    ramp = 60.0 if pods >= 100 else 10.0
+    ramp = ctx.profile.pods_ramp
     run_id = ctx.cluster.run
     # Created first, waited for by every subject; the pods start at once, end together.
     ends = time.time() + ramp
@@ -179,5 +179,5 @@ def run(ctx: Context) -> list[Figure]:
             **common,
         ),
     ]
-    ctx.cluster.delete_namespaces([namespace])
+    ctx.cluster.delete_namespaces([namespace], wait=True)
     return figures

@@ -30,6 +30,9 @@ class Profile:
         pods: Pods of the big JobSet (pods family).
         fanout_jobs: Child Jobs of the fan-out JobSet (native family).
         reconcile_window: Seconds a running run is watched for reconcile requests.
+        life_seconds: Seconds the pods of the reconciled run's life run.
+        pods_ramp: Seconds from the big JobSet's creation to the end of its pods (every pod
+            must run by then).
         starts: Process starts timed (``jobsetctl validate``, ``kubectl``).
         throughput_seconds: Seconds each validation throughput loop runs.
         imports: Import measurements (fresh interpreters) per module.
@@ -47,6 +50,8 @@ class Profile:
     pods: int
     fanout_jobs: int
     reconcile_window: float
+    life_seconds: int
+    pods_ramp: float
     starts: int
     throughput_seconds: float
     imports: int
@@ -83,6 +88,8 @@ PROFILES = {
         pods=1000,
         fanout_jobs=1000,
         reconcile_window=60.0,
+        life_seconds=5,
+        pods_ramp=90.0,
         starts=10,
         throughput_seconds=3.0,
         imports=5,
@@ -99,7 +106,9 @@ PROFILES = {
         watch_window=2,
         pods=4,
         fanout_jobs=4,
-        reconcile_window=4.0,
+        reconcile_window=2.0,
+        life_seconds=1,
+        pods_ramp=6.0,
         starts=2,
         throughput_seconds=0.2,
         imports=1,

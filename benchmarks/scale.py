@@ -344,5 +344,5 @@ def run(ctx: Context) -> list[Figure]:
                 floor,
             )
         figures += _figures(layout, profile.tasks, profile.burst, ours, anchors)
-        ctx.cluster.delete_namespaces(namespaces)
+        ctx.cluster.delete_namespaces(namespaces, wait=True)
     return figures
