@@ -4,6 +4,7 @@ and the charts (see :mod:`benchmarks`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import shutil
@@ -13,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.cluster import ROOT, BenchCluster, progress
+from benchmarks.cluster import MIN_REQUEST_TIMEOUT, ROOT, BenchCluster, progress
 from benchmarks.context import Context
 from benchmarks.proc import Sampler
 from benchmarks.profiles import FAMILIES, PROFILES
@@ -66,7 +67,7 @@ def _measure(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    results = Results(profile=profile.name)
+    results = Results(profile=profile.name, settings=dataclasses.asdict(profile))
     results.machine = {**describe_machine(), "before": machine_load()}
     work = Path(tempfile.mkdtemp(prefix="jobset-bench-"))
     kubeconfig = os.environ.get("KUBECONFIG")
@@ -82,6 +83,7 @@ def _measure(args: argparse.Namespace) -> int:
         results.notes.append("cluster: KUBECONFIG (requests counted in each subject's process)")
     else:
         cluster = BenchCluster.start(args.state_dir, work, keep=args.keep_cluster)
+        results.settings["server_min_request_timeout"] = MIN_REQUEST_TIMEOUT
         results.notes.append("cluster: the bench devcluster (requests counted at the API server)")
     ctx = Context(cluster, profile, Sampler(port=cluster.port))
     ctx.sampler.start()
@@ -142,7 +144,13 @@ def _report(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return _measure(args) if args.command == "run" else _report(args)
+    if args.command != "run":
+        return _report(args)
+    try:
+        return _measure(args)
+    except KeyboardInterrupt:
+        progress("interrupted: subjects and the bench devcluster stopped")
+        return 130
 
 
 if __name__ == "__main__":

@@ -220,6 +220,19 @@ def page(results: Results) -> str:
         f"after: {_load(machine, 'after')}",
     ]
     out += [f"* {_cell(note)}" for note in results.notes]
+    if results.settings:
+        shown = ", ".join(
+            f"`{k}={_setting(v)}`" for k, v in results.settings.items() if k != "name"
+        )
+        out.append(f"* settings (`benchmarks/profiles.py`): {shown}")
+        out.append(
+            "  (`window`: the seconds of steady waiting measured; `watch_window`: the seconds "
+            "the bench's observers keep a watch open, shortened from production so that the "
+            "window holds several reopenings; `server_min_request_timeout`: the bench API "
+            "server's `--min-request-timeout`, so that a watch asking no timeout ends after "
+            "that to twice that, not after 30-60 minutes: the window then covers at least two "
+            "server-side watch timeouts of every subject)"
+        )
     out += ["", "## Goals", ""]
     if judged:
         out += _goal_rows(judged)
@@ -258,6 +271,12 @@ def page(results: Results) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _setting(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def _num(value: object) -> float | None:

@@ -132,6 +132,7 @@ class Results:
     figures: list[Figure] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def add(self, figures: Iterable[Figure]) -> None:
         """Append figures."""
@@ -143,6 +144,7 @@ class Results:
             "profile": self.profile,
             "machine": _clean(self.machine),
             "notes": list(self.notes),
+            "settings": _clean(self.settings),
             "figures": [f.to_json() for f in self.figures],
         }
 
@@ -162,6 +164,7 @@ class Results:
             figures=[Figure.from_json(f) for f in data.get("figures", [])],
             machine=dict(data.get("machine") or {}),
             notes=list(data.get("notes") or []),
+            settings=dict(data.get("settings") or {}),
         )
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import audit as A
+from benchmarks.cluster import progress
 from benchmarks.context import Context, Floor
 from benchmarks.costs import Hourly, hourly
 from benchmarks.proc import Subject
@@ -129,8 +130,11 @@ def _phase(
     second = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
     keys = {r.key for r in burst}
     ended = finish(ctx.cluster, burst)
-    for proc in procs.values():
-        proc.wait_for("fired", 180, count=len(keys), where=lambda m: m["key"] in keys)
+    for name, proc in procs.items():
+        try:
+            proc.wait_for("fired", 180, count=len(keys), where=lambda m: m["key"] in keys)
+        except RuntimeError as error:  # a trigger that never fires is a result, reported
+            progress(f"WARNING {label}-{name}: not every trigger of the burst fired: {error}"[:400])
     byes = {name: proc.stop() for name, proc in procs.items()}
     entries = ctx.read_audit()
     writes = A.Writes(entries)
