@@ -155,6 +155,7 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
     started = time.time()
     running = [asyncio.ensure_future(one(t)) for t in tasks]
     ready_deadline = time.monotonic() + spec.get("ready_timeout", 300)
+    timed_out = True
     while time.monotonic() < ready_deadline:
         await asyncio.sleep(0.5)
         found = stats()
@@ -163,10 +164,18 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
             informers = sum((found.get("informers") or {}).values())
             open_ = (found.get("client") or {}).get("watches_open", 0)
             if kept >= len(tasks) and informers and open_ >= informers:
+                timed_out = False
                 break
         elif sum(counters.requests.values()) >= len(tasks):
+            timed_out = False
             break
-    channel.emit("ready", took=time.time() - started, observer=stats(), **counters.snapshot())
+    channel.emit(
+        "ready",
+        took=time.time() - started,
+        timed_out=timed_out,
+        observer=stats(),
+        **counters.snapshot(),
+    )
     lag.take()
     while True:
         command = await commands.get()

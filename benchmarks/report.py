@@ -154,7 +154,10 @@ def _names(figures: list[Figure]) -> list[str]:
 
 
 def _goal_rows(judged: list[Judged]) -> list[str]:
-    rows = ["| goal | figure | value | bound | result |", "|---|---|---|---|---|"]
+    rows = [
+        "| goal | figure | value | bound | result | floor |",
+        "|---|---|---|---|---|---|",
+    ]
     for j in judged:
         unit = TIMES if j.goal.relative else j.figure.unit
         if j.met is None:
@@ -165,7 +168,7 @@ def _goal_rows(judged: list[Judged]) -> list[str]:
             result = f"**missed** by {j.by * 100:.0f} %"
         rows.append(
             f"| {_cell(j.goal.name)} | {_cell(j.figure.figure)} | {fmt(j.value, unit)} "
-            f"| {fmt(j.goal.bound, unit)} | {result} |"
+            f"| {fmt(j.goal.bound, unit)} | {result} | {fmt(j.figure.floor)} |"
         )
     return rows
 

@@ -68,6 +68,7 @@ class Measured:
     kind: str
     tasks: int
     ready_took: float = 0.0
+    ready_timed_out: bool | None = None
     start_requests: float | None = None
     hourly: Hourly | None = None
     watches: dict[str, int] = field(default_factory=dict)
@@ -144,6 +145,7 @@ def _phase(
     for name, kind in subjects:
         user = ctx.identities[name].user
         m = Measured(name, kind, len(runs), ready_took=float(ready[name]["took"]))
+        m.ready_timed_out = ready[name].get("timed_out")
         m.errors = list((byes[name] or {}).get("errors", []))
         windows = production_windows() if kind in ("ours", "sensor") else None
         if ctx.audited:
@@ -319,7 +321,15 @@ def _figures(
             anchor_fired=kjt.fired,
             errors=m.errors,
         )
-        add("time until every trigger runs", "s", lambda x: x.ready_took, name)
+        add(
+            "time until every trigger runs",
+            "s",
+            lambda x: x.ready_took,
+            name,
+            # The probe's limit was reached: the figure is that limit, not a measured time.
+            probe_timed_out=m.ready_timed_out,
+            anchor_probe_timed_out=kjt.ready_timed_out,
+        )
     return out
 
 
