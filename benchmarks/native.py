@@ -59,7 +59,11 @@ class JobCounter:
 
         batch = ctx.cluster.batch
         version: str | None = None
+        first = True
         while self.at is None:
+            if not first:
+                self.resumed += 1
+            first = False
             try:
                 if version is None:
                     listed = batch.list_namespaced_job(namespace)
@@ -85,7 +89,6 @@ class JobCounter:
                     time.sleep(0.5)
             except Exception:  # a dropped connection: resume from the last version
                 time.sleep(0.2)
-            self.resumed += 1
 
 
 def _fanout(ctx: Context, backend: str) -> dict[str, Any]:
