@@ -1406,7 +1406,9 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
             f"--cert-dir={root / 'apiserver-certs'}",
             # Extra flags, e.g. the benchmarks' audit log and short watch timeout (off by
             # default): `{state}` stands for the state directory.
-            *shlex.split(os.environ.get("DEVCLUSTER_APISERVER_ARGS", "").replace("{state}", str(root))),
+            *shlex.split(
+                os.environ.get("DEVCLUSTER_APISERVER_ARGS", "").replace("{state}", str(root))
+            ),
         ],
         env=env,
         health={"url": server + "/readyz", "tls": "admin"},
