@@ -17,7 +17,7 @@ help:
 	@echo "make docs       build the documentation site into site/ (mkdocs --strict)"
 	@echo "make test-matrix  the Airflow adapter on every older Airflow 3 minor (devcluster)"
 	@echo "make fuzz       long differential fuzzing against the API server (JOBSET_FUZZ_EXAMPLES)"
-	@echo "make bench      what a JobSet given as YAML text costs a DAG parse"
+	@echo "make bench      the benchmarks against the cncf.kubernetes provider (docs/benchmarks.md)"
 	@echo "make cluster-up / cluster-down / cluster-status"
 
 venvs:
@@ -43,8 +43,16 @@ test-unit: venvs
 fuzz: venvs
 	@scripts/fuzz.sh
 
+# The benchmarks (benchmarks/, docs/benchmarks.md): on a devcluster of their own (with an
+# API-server audit log), or on the cluster of KUBECONFIG. BENCH_ARGS: e.g. --only scale,
+# --set layouts=1,10, --profile smoke. The docs environment renders the page and the charts.
+BENCH_ARGS ?=
+BENCH_RESULTS := benchmarks/results/latest.json
 bench: venvs
-	$(AIRFLOW_PY) scripts/bench_dag_parse.py
+	@scripts/venv.sh docs
+	$(AIRFLOW_PY) -m benchmarks run --out $(BENCH_RESULTS) $(BENCH_ARGS)
+	.venv/docs/bin/python -m benchmarks report $(BENCH_RESULTS) --page docs/benchmarks.md \
+	  --charts benchmarks/results
 
 demo: venvs
 	@scripts/demo.sh

@@ -39,7 +39,9 @@ case "${DEVCLUSTER_REAL_NODE:-1}" in
 esac
 # The core's cluster tests run once (both sides share the core's one client); its pure
 # tests run on both sides, since validation reads the batch/v1 schema of each side's client.
-run_pytest airflow "${airflow_select[@]}" tests/core tests/cluster tests/airflow tests/docs
+# tests/bench: the benchmarks' pure parts and their smoke profile (`make bench`'s code, tiny
+# sizes, on a devcluster of its own; no thresholds).
+run_pytest airflow "${airflow_select[@]}" tests/core tests/cluster tests/airflow tests/docs tests/bench
 run_pytest kfp "${kfp_select[@]}" tests/kfp tests/core tests/docs
 
 step "docs site (mkdocs build --strict)"
@@ -48,6 +50,9 @@ make --no-print-directory docs || status=1
 step "release: build, install the wheel from Airflow's constraints, the launcher's contents"
 scripts/venv.sh docs || status=1
 run_pytest docs tests/release
+
+step "benchmarks' charts (docs environment: matplotlib)"
+run_pytest docs tests/bench
 
 step "Airflow matrix (older minors)"
 scripts/matrix.sh || status=1

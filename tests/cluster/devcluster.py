@@ -25,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -1102,7 +1103,7 @@ def node_objects() -> list[dict]:
         res = {
             "cpu": "32",
             "memory": "128Gi",
-            "pods": "110",
+            "pods": os.environ.get("DEVCLUSTER_NODE_PODS") or "110",
             "ephemeral-storage": "500Gi",
             "nvidia.com/gpu": "8",
         }
@@ -1403,6 +1404,11 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
             "--max-mutating-requests-inflight=500",
             "--profiling=false",
             f"--cert-dir={root / 'apiserver-certs'}",
+            # Extra flags, e.g. the benchmarks' audit log and short watch timeout (off by
+            # default): `{state}` stands for the state directory.
+            *shlex.split(
+                os.environ.get("DEVCLUSTER_APISERVER_ARGS", "").replace("{state}", str(root))
+            ),
         ],
         env=env,
         health={"url": server + "/readyz", "tls": "admin"},

@@ -1,0 +1,212 @@
+"""A fleet of deferred tasks: N triggers of one kind on one event loop, as a triggerer runs
+them (``python -m benchmarks.fleet <spec.json>``).
+
+Kinds, each built with the arguments its operator defers with (their defaults otherwise):
+
+``ours``    ``JobSetTrigger`` as ``JobSetOperator(deferrable=True)`` defers.
+``sensor``  ``JobSetTrigger`` as ``JobSetSensor(deferrable=True)`` defers (target phase
+            ``Completed``, through restarts, nothing deleted on kill).
+``kjt``     ``KubernetesJobTrigger`` as ``KubernetesJobOperator(deferrable=True)`` defers:
+            ``job_poll_interval`` 10 s, ``get_logs``.
+``kpt``     ``KubernetesPodTrigger`` as ``KubernetesPodOperator(deferrable=True)`` defers:
+            ``poll_interval`` 2 s, startup checks every 5 s with the events watch.
+
+Each task is ``{"ns", "name", "uid", "job", "pod"}`` (the JobSet, its child Job and pod: the
+anchors wait for the Job or the pod of the same run). The fleet reports ``ready`` once every
+trigger runs (ours: once the shared observer tracks every run), ``fired`` for each trigger
+that fires, and answers ``sample`` with its loop lag and counters. ``watch_window`` shortens
+the shared observer's watch window (the one knob ``Observer`` takes; see ``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.subject import Channel, Counters, LoopLag, instrument
+
+__all__ = ["build"]
+
+SENSOR_TIMEOUT = 7 * 24 * 3600.0  # BaseSensorOperator's default timeout
+
+
+def build(kind: str, task: dict[str, Any]) -> Any:
+    """The trigger a task of ``kind`` defers to."""
+    if kind == "ours":
+        from airflow_provider_jobset.triggers import JobSetTrigger
+
+        return JobSetTrigger(
+            name=task["name"],
+            namespace=task["ns"],
+            uid=task.get("uid", ""),
+            backend=task.get("backend", "controller"),
+            on_restart="return",
+            restarts=0,
+            delete_on_kill=True,
+        )
+    if kind == "sensor":
+        from airflow_provider_jobset.triggers import JobSetTrigger
+
+        return JobSetTrigger(
+            name=task["name"],
+            namespace=task["ns"],
+            uid=task.get("uid", ""),
+            backend=task.get("backend", "controller"),
+            deadline=time.time() + SENSOR_TIMEOUT,
+            on_restart="continue",
+            target_phases=["Completed"],
+            delete_on_kill=False,
+        )
+    if kind == "kjt":
+        from airflow.providers.cncf.kubernetes.triggers.job import KubernetesJobTrigger
+
+        return KubernetesJobTrigger(
+            job_name=task["job"],
+            job_namespace=task["ns"],
+            pod_names=[task["pod"]],
+            pod_namespace=task["ns"],
+            base_container_name="base",
+            kubernetes_conn_id="kubernetes_default",
+            poll_interval=10,
+            get_logs=True,
+            do_xcom_push=False,
+        )
+    if kind == "kpt":
+        from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
+
+        return KubernetesPodTrigger(
+            pod_name=task["pod"],
+            pod_namespace=task["ns"],
+            trigger_start_time=dt.datetime.now(dt.timezone.utc),
+            base_container_name="base",
+            kubernetes_conn_id="kubernetes_default",
+            connection_extras=task.get("extras"),
+            poll_interval=2,
+            get_logs=True,
+            startup_timeout=120,
+            startup_check_interval=5,
+            schedule_timeout=120,
+            on_finish_action="delete_pod",
+            on_kill_action="delete_pod",
+        )
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def status_of(payload: Any) -> str:
+    """What a fired event says, in a word."""
+    if isinstance(payload, dict):
+        return str(payload.get("kind") or payload.get("status") or "?")
+    return "?"
+
+
+def prepare(kind: str, watch_window: int | None) -> Callable[[], dict[str, Any]]:
+    """Import what the kind needs (before the baseline RSS) and return its stats reader."""
+    if kind in ("ours", "sensor"):
+        import jobset_core.client._client  # noqa: F401  (the first lease imports it anyway)
+        import jobset_core.observe._shared as shared
+        from airflow_provider_jobset.triggers import JobSetTrigger  # noqa: F401
+        from jobset_core.observe import Observer, shared_stats
+
+        if watch_window:
+            shared.Observer = functools.partial(Observer, window=watch_window)  # type: ignore[misc]
+
+        def stats() -> dict[str, Any]:
+            found = list(shared_stats().values())
+            return found[0] if found else {}
+
+        return stats
+    if kind == "kjt":
+        from airflow.providers.cncf.kubernetes.triggers.job import KubernetesJobTrigger  # noqa: F401
+    else:
+        from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger  # noqa: F401
+    return dict
+
+
+async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> None:
+    kind = spec["kind"]
+    tasks: list[dict[str, Any]] = spec["tasks"]
+    stats = prepare(kind, spec.get("watch_window"))
+    lag = LoopLag()
+    lag.start()
+    commands = channel.commands(asyncio.get_running_loop())
+    channel.emit("baseline")
+    while True:  # the driver reads the baseline RSS, then says go
+        command = (await commands.get()).get("cmd")
+        if command == "go":
+            break
+        if command == "stop":
+            channel.emit("bye", errors=[], observer={}, **counters.snapshot())
+            return
+
+    async def one(task: dict[str, Any]) -> None:
+        trigger = build(kind, task)
+        event = await anext(trigger.run())
+        at = time.time()
+        channel.emit(
+            "fired", key=f"{task['ns']}/{task['name']}", at=at, status=status_of(event.payload)
+        )
+
+    started = time.time()
+    running = [asyncio.ensure_future(one(t)) for t in tasks]
+    ready_deadline = time.monotonic() + spec.get("ready_timeout", 300)
+    timed_out = True
+    while time.monotonic() < ready_deadline:
+        await asyncio.sleep(0.5)
+        found = stats()
+        if kind in ("ours", "sensor"):
+            kept = (found.get("kept") or {}).get("runs", 0)
+            informers = sum((found.get("informers") or {}).values())
+            open_ = (found.get("client") or {}).get("watches_open", 0)
+            if kept >= len(tasks) and informers and open_ >= informers:
+                timed_out = False
+                break
+        elif sum(counters.requests.values()) >= len(tasks):
+            timed_out = False
+            break
+    channel.emit(
+        "ready",
+        took=time.time() - started,
+        timed_out=timed_out,
+        observer=stats(),
+        **counters.snapshot(),
+    )
+    lag.take()
+    while True:
+        command = await commands.get()
+        if command.get("cmd") == "sample":
+            channel.emit(
+                "sample",
+                lag=lag.take(),
+                observer=stats(),
+                fired=sum(1 for r in running if r.done()),
+                **counters.snapshot(),
+            )
+        elif command.get("cmd") == "stop":
+            break
+    for task in running:
+        task.cancel()
+    results = await asyncio.gather(*running, return_exceptions=True)
+    errors = [
+        repr(r)
+        for r in results
+        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)
+    ]
+    lag.stop()
+    channel.emit("bye", errors=errors[:5], observer=stats(), **counters.snapshot())
+
+
+def main(spec: dict[str, Any]) -> None:
+    channel = Channel()
+    counters = instrument(spec["port"])
+    asyncio.run(run(spec, channel, counters))
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        main(json.load(handle))

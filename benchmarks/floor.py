@@ -1,0 +1,110 @@
+"""The floor: an independent raw watch with the official ``kubernetes`` client.
+
+One thread per kind (JobSets, Jobs, pods) watches the whole cluster the way a user of the
+official client would (``watch.Watch().stream(list_...)``, no timeout: the server ends the
+watch and the client reopens it where it stopped) and reports, for every object of the
+benchmark namespaces, the moment it first sees it ended. That moment is both the floor of
+detection latency (nobody can learn sooner than a watch) and what tells which status write of
+the audit log decided a run.
+
+Run as ``python -m benchmarks.floor <spec.json>`` (spec: ``kubeconfig``, ``prefix``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from benchmarks.subject import Channel
+
+__all__ = ["ended"]
+
+
+def ended(resource: str, obj: Any) -> bool:
+    """Whether an object (as the official client returns it) has ended (pure)."""
+    if resource == "jobsets":
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(
+            c.get("type") in ("Completed", "Failed") and c.get("status") == "True"
+            for c in conditions
+        )
+    if resource == "jobs":
+        conditions = (obj.status.conditions or []) if obj.status else []
+        return any(c.type in ("Complete", "Failed") and c.status == "True" for c in conditions)
+    phase = obj.status.phase if obj.status else None
+    return phase in ("Succeeded", "Failed")
+
+
+def _meta(resource: str, obj: Any) -> tuple[str, str, str]:
+    if resource == "jobsets":
+        meta = obj.get("metadata") or {}
+        return meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
+    return obj.metadata.namespace, obj.metadata.name, obj.metadata.uid
+
+
+def _lister(resource: str, api: Any) -> Any:
+    from kubernetes import client
+
+    if resource == "jobsets":
+        custom = client.CustomObjectsApi(api)
+        return lambda **kw: custom.list_cluster_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", "jobsets", **kw
+        )
+    if resource == "jobs":
+        return client.BatchV1Api(api).list_job_for_all_namespaces
+    return client.CoreV1Api(api).list_pod_for_all_namespaces
+
+
+def _watch(resource: str, api: Any, prefix: str, channel: Channel, seen: set[str]) -> None:
+    from kubernetes import watch
+
+    lister = _lister(resource, api)
+    while True:  # a stream that breaks (not a server timeout) is opened again
+        try:
+            for event in watch.Watch().stream(lister):
+                obj = event["object"]
+                namespace, name, uid = _meta(resource, obj)
+                if not namespace.startswith(prefix) or uid in seen:
+                    continue
+                if event["type"] != "DELETED" and ended(resource, obj):
+                    seen.add(uid)
+                    channel.emit(
+                        "seen",
+                        resource=resource,
+                        ns=namespace,
+                        name=name,
+                        at=time.time(),
+                    )
+        except Exception as error:
+            channel.emit("watch-error", resource=resource, error=repr(error))
+            time.sleep(1)
+
+
+def main(spec: dict[str, Any]) -> None:
+    channel = Channel()
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(spec["kubeconfig"], client_configuration=configuration)
+    seen: set[str] = set()
+    for resource in ("jobsets", "jobs", "pods"):
+        api = client.ApiClient(configuration)
+        threading.Thread(
+            target=_watch,
+            args=(resource, api, spec["prefix"], channel, seen),
+            daemon=True,
+            name=f"watch {resource}",
+        ).start()
+    channel.emit("ready")
+    next_command = channel.blocking_commands()
+    while next_command().get("cmd") != "stop":
+        channel.emit("sample")
+    channel.emit("bye")
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        main(json.load(handle))

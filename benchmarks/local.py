@@ -1,0 +1,236 @@
+"""The costs a user meets before any run: ``jobsetctl validate``'s start, validation, the
+import of a DAG file, and building an operator from YAML at DAG parse (this replaces the old
+``scripts/bench_dag_parse.py``).
+
+=======================  ======================================  ===============================
+figure                   ours                                    anchor / floor
+=======================  ======================================  ===============================
+validate start           ``jobsetctl validate FILE`` (a process) ``kubectl create --dry-run=server
+                                                                 -f FILE`` / ``python -c pass``
+validate one JobSet      load + validate in-process              server-side dry run / YAML load
+validation throughput    the same, back to back                  dry runs back to back / loads
+DAG-file import          ``airflow_provider_jobset.operators``   the ``job`` operators module of
+                                                                 ``cncf.kubernetes``
+operator from YAML       ``JobSetOperator(jobset=text)``         ``KubernetesJobOperator(job_
+                                                                 template_file=...)`` / YAML load
+=======================  ======================================  ===============================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.cluster import DEVCLUSTER, ROOT
+from benchmarks.context import Context
+from benchmarks.results import Figure
+from benchmarks.stats import percentile
+
+__all__ = ["run"]
+
+OURS_MODULE = "airflow_provider_jobset.operators"
+ANCHOR_MODULE = "airflow.providers.cncf.kubernetes.operators.job"
+
+
+def _inproc(ctx: Context, spec: dict[str, Any]) -> Any:
+    env = dict(
+        os.environ,
+        AIRFLOW_HOME=str(ctx.work / "airflow-home"),
+        KUBECONFIG=str(ctx.cluster.kubeconfig),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.inproc", json.dumps(spec)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmarks.inproc {spec['what']} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _timed(argv: list[str], env: dict[str, str], times: int) -> list[float]:
+    took = []
+    for _ in range(times):
+        started = time.perf_counter()
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, check=False, timeout=120
+        )
+        took.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(argv)} failed: {done.stdout[-1000:]}{done.stderr[-1000:]}"
+            )
+    return took
+
+
+def _kubectl(ctx: Context) -> str:
+    """The devcluster's kubectl (the cluster's own version); on another cluster, the one on
+    ``PATH`` if there is one."""
+    if ctx.cluster.state_dir is None:
+        found = shutil.which("kubectl")
+        if found:
+            return found
+    done = subprocess.run(
+        [sys.executable, str(DEVCLUSTER), "bin-dir"], capture_output=True, text=True, check=True
+    )
+    return str(Path(done.stdout.strip().splitlines()[-1]) / "kubectl")
+
+
+def _starts(ctx: Context, namespace: str) -> list[Figure]:
+    from jobset_core import dump_yaml, pytorch_ddp
+
+    jobset = pytorch_ddp("ddp", "torch", ["train.py"], nodes=4, procs_per_node=8, gpus_per_node=8)
+    path = ctx.work / "jobset.yaml"
+    path.write_text(dump_yaml(jobset), encoding="utf-8")
+    env = dict(os.environ, KUBECONFIG=str(ctx.cluster.kubeconfig))
+    times = ctx.profile.starts
+    jobsetctl = str(Path(sys.executable).parent / "jobsetctl")
+    _timed([jobsetctl, "validate", str(path)], env, 1)  # warm the page cache, like a user's
+    ours = _timed([jobsetctl, "validate", str(path)], env, times)
+    kubectl = [
+        _kubectl(ctx),
+        "create",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-f",
+        str(path),
+        "-o",
+        "name",
+    ]
+    _timed(kubectl, env, 1)
+    anchor = _timed(kubectl, env, times)
+    floor = _timed([sys.executable, "-c", "pass"], env, times)
+    p50 = lambda xs: percentile(xs, 50)  # noqa: E731
+    return [
+        Figure.of(
+            "local: jobsetctl validate, process start to answer (p50)",
+            "s",
+            p50(ours),
+            p50(anchor),
+            floor=p50(floor),
+            n=times,
+            anchor_name="kubectl create --dry-run=server -f "
+            "(the server's and the webhook's checks)",
+            floor_name="python -c pass (the interpreter's start)",
+            max=max(ours),
+            anchor_max=max(anchor),
+        )
+    ]
+
+
+def _validation(ctx: Context, namespace: str) -> list[Figure]:
+    found = _inproc(
+        ctx,
+        {
+            "what": "validation",
+            "seconds": ctx.profile.throughput_seconds,
+            "kubeconfig": str(ctx.cluster.kubeconfig),
+            "namespace": namespace,
+        },
+    )
+    ours, server, loads = found["ours"], found["server"], found["yaml"]
+    ms = lambda xs: percentile(xs, 50) * 1000  # noqa: E731
+    rate = lambda xs: len(xs) / sum(xs)  # noqa: E731
+    params = {"jobset_bytes": found["bytes"], "anchor_name": "server-side dry run (a round trip)"}
+    return [
+        Figure.of(
+            "local: validate one JobSet in-process (p50)",
+            "ms",
+            ms(ours),
+            ms(server),
+            floor=ms(loads),
+            n=len(ours),
+            floor_name="yaml.safe_load of its text",
+            anchor_n=len(server),
+            **params,
+        ),
+        Figure.of(
+            "local: validation throughput",
+            "JobSets/s",
+            rate(ours),
+            rate(server),
+            floor=rate(loads),
+            n=len(ours),
+            floor_name="yaml.safe_load of its text",
+            higher_is_better=True,
+            **params,
+        ),
+    ]
+
+
+def _imports(ctx: Context) -> list[Figure]:
+    runs: dict[str, list[dict[str, float]]] = {OURS_MODULE: [], ANCHOR_MODULE: []}
+    for _ in range(ctx.profile.imports):
+        for module, found in runs.items():  # alternating: the same machine state for both
+            found.append(_inproc(ctx, {"what": "import", "module": module}))
+    median = lambda module, key: statistics.median(r[key] for r in runs[module])  # noqa: E731
+    common = {
+        "anchor_name": "KubernetesJobOperator (its module)",
+        "over": "airflow.sdk (imported first)",
+        "module": OURS_MODULE,
+    }
+    return [
+        Figure.of(
+            "local: DAG-file import, CPU over airflow.sdk",
+            "s",
+            median(OURS_MODULE, "cpu"),
+            median(ANCHOR_MODULE, "cpu"),
+            n=ctx.profile.imports,
+            wall=median(OURS_MODULE, "wall"),
+            anchor_wall=median(ANCHOR_MODULE, "wall"),
+            **common,
+        ),
+        Figure.of(
+            "local: DAG-file import, RSS over airflow.sdk",
+            "MiB",
+            median(OURS_MODULE, "rss") / 2**20,
+            median(ANCHOR_MODULE, "rss") / 2**20,
+            n=ctx.profile.imports,
+            **common,
+        ),
+    ]
+
+
+def _dagparse(ctx: Context) -> list[Figure]:
+    found = _inproc(
+        ctx,
+        {
+            "what": "dagparse",
+            "work": str(ctx.work),
+            "number": 50 if ctx.profile.name == "full" else 3,
+        },
+    )
+    return [
+        Figure.of(
+            "local: operator built from a YAML text at DAG parse",
+            "ms",
+            found["ours"] * 1000,
+            found["anchor"] * 1000,
+            floor=found["yaml"] * 1000,
+            n=5,
+            anchor_name="KubernetesJobOperator(job_template_file=...) (reads it at execute)",
+            floor_name="yaml.safe_load of the text",
+            jobset_bytes=found["bytes"],
+            parse_time_read_ms=found["parse_time_read"] * 1000,
+            alias_bomb_ms=found["alias_bomb"] * 1000,
+        )
+    ]
+
+
+def run(ctx: Context) -> list[Figure]:
+    namespace = ctx.cluster.namespaces("bench-local", 1)[0]
+    figures = _starts(ctx, namespace) + _validation(ctx, namespace) + _imports(ctx) + _dagparse(ctx)
+    ctx.cluster.delete_namespaces([namespace])
+    return figures
