@@ -157,26 +157,60 @@ async def stop_follower(task: asyncio.Task[None], state: FollowState, drain: flo
         await task
 
 
+def failed_containers(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """The containers of a pod whose log tells why it failed, as ``(container, previous)``:
+    one that exited non-zero (its log), one crash-looping (its previous run's log); for a
+    failed pod without such a container, its first container."""
+    status = pod.get("status") or {}
+    found: list[tuple[str, bool]] = []
+    for item in status.get("containerStatuses") or []:
+        state, last = item.get("state") or {}, item.get("lastState") or {}
+        terminated = state.get("terminated") or {}
+        if terminated and terminated.get("exitCode", 0) != 0:
+            found.append((str(item.get("name")), False))
+        elif (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff" and (
+            (last.get("terminated") or {}).get("exitCode", 0) != 0
+        ):
+            found.append((str(item.get("name")), True))
+    if not found and status.get("phase") == "Failed":
+        first = common.pod_container(pod)
+        found = [(first, False)] if first else []
+    return found
+
+
 async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) -> dict[str, str]:
-    """The last ``tail_lines`` lines of every failed pod of the run, by pod name; a log that
-    cannot be read any more says so in words."""
+    """The last ``tail_lines`` lines of every failed or crash-looping container of the run,
+    by pod name (``pod/container`` when several of a pod failed); a log that cannot be read any
+    more says so in words."""
     selector = common.jobset_selector(handle.name, handle.uid or None)
     pods = await client.list(POD, namespace=handle.namespace, label_selector=selector)
     out: dict[str, str] = {}
-    for pod in common.failed_pods(pods.items):
+    for pod in sorted(pods.items, key=lambda p: str(p["metadata"].get("name"))):
         name = str(pod["metadata"]["name"])
-        try:
-            out[name] = await client.read_pod_log(
-                name,
-                namespace=handle.namespace,
-                container=common.pod_container(pod),
-                tail_lines=tail_lines,
-            )
-        except NotFound:
-            out[name] = "<the log can no longer be read: the pod or its node is gone>"
-        except ApiError as error:
-            out[name] = f"<the log cannot be read: {error.reason or error.status}>"
+        containers = failed_containers(pod)
+        for container, previous in containers:
+            key = name if len(containers) == 1 else f"{name}/{container}"
+            try:
+                out[key] = await client.read_pod_log(
+                    name,
+                    namespace=handle.namespace,
+                    container=container,
+                    tail_lines=tail_lines,
+                    previous=previous,
+                )
+            except NotFound:
+                out[key] = (
+                    "<the log can no longer be read: the pod, its container or its node is gone>"
+                )
+            except ApiError as error:
+                out[key] = f"<the log cannot be read: {unreadable(error)}>"
     return out
+
+
+def unreadable(error: ApiError) -> str:
+    """Why a log cannot be read, in the server's words when it gave some."""
+    said = " ".join((error.message or "").split())[:300]
+    return said or str(error.reason or error.status)
 
 
 async def read_log(

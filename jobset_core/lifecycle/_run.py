@@ -68,9 +68,14 @@ _TRANSIENT = (Unreachable, ServerError, TooManyRequests)
 LOG_DRAIN_SECONDS = 10.0
 #: How long a finished run's waiter gives the observer to see the result's pod end (seconds).
 RESULT_GRACE = 15.0
+#: How long a run whose pods cannot start waits for the kubelet's Events about the pod to
+#: reach the observer, so its message can quote them (seconds; they come with the status).
+EVENTS_GRACE = 2.0
 #: How long a delete that must leave nothing behind waits for it (seconds).
 GONE_TIMEOUT = 120.0
 _GONE_POLL = 0.5
+#: Judge a little after a grace period ends rather than a little before (seconds).
+_RECHECK_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -330,33 +335,39 @@ class Run:
                 await backend.drive(
                     handle, tracked.observation(), create=False, remember=tracked.remember
                 )
-            step = judge.step(observation if moved.deleted else tracked.observation())
-            _report(on_progress, step.progress)
+            now = time.time()
+            step = judge.step(observation if moved.deleted else tracked.observation(), now)
+            for progress in step.reports:
+                _report(on_progress, progress)
             if step.verdict is not None and not _cleaning_up(handle, step.verdict, moved):
                 return await self._settle(
-                    backend, handle, tracked, step, moved=moved, deadline=deadline
+                    backend, handle, tracked, judge, step, moved=moved, deadline=deadline
                 )
             if moved.acted:
                 continue  # what the pass wrote is observed already: plan the next one
-            remaining = None if deadline is None else deadline - time.time()
+            remaining = None if deadline is None else deadline - now
             if remaining is not None and remaining <= 0:
                 return judge.timeout(time.monotonic() - started)
-            await tracked.changed(remaining)
+            await tracked.changed(_until_next(remaining, step.recheck_at, now))
 
     async def _settle(
         self,
         backend: BackendProtocol,
         handle: Handle,
         tracked: Tracked,
+        judge: Judge,
         step: Step,
         *,
         moved: Pass,
         deadline: float | None,
     ) -> Verdict:
-        """The verdict, once its result is certain and a short TTL (native) was applied."""
+        """The verdict, once its result is certain and a short TTL (native) was applied (or,
+        for pods that cannot start, once the pod's Events are there to quote)."""
         verdict = step.verdict
         assert verdict is not None
-        if verdict.kind in ("completed", "failed"):
+        if verdict.pods_cannot_start:
+            return await self._with_events(tracked, judge, verdict)
+        if verdict.kind in ("completed", "failed") and not verdict.pods_cannot_start:
             verdict = await self._with_result(handle, tracked, verdict)
             if moved.linger is not None and not moved.deleted:
                 left = None if deadline is None else deadline - time.time()
@@ -365,6 +376,20 @@ class Run:
                     await backend.drive(
                         handle, tracked.observation(), create=True, remember=tracked.remember
                     )
+        return verdict
+
+    async def _with_events(self, tracked: Tracked, judge: Judge, verdict: Verdict) -> Verdict:
+        """A pod that cannot start is decided on its status; the kubelet's Events about it
+        come through another watch: give them a moment, then judge again for the message."""
+        ends = time.monotonic() + EVENTS_GRACE
+        while judge.start_failure is not None and not judge.start_failure.events:
+            left = ends - time.monotonic()
+            if left <= 0 or not await tracked.changed(left):
+                break
+            again = judge.step(tracked.observation(), time.time()).verdict
+            if again is None or not again.pods_cannot_start:
+                break
+            verdict = again
         return verdict
 
     async def _with_result(self, handle: Handle, tracked: Tracked, verdict: Verdict) -> Verdict:
@@ -614,7 +639,7 @@ class Run:
     ) -> tuple[Outcome, Verdict | None, JobSetStatus]:
         backend = self.backend(handle.backend)
         observation = await self.observer.snapshot(backend.target(handle))
-        verdict = Judge(handle, rules).step(observation).verdict
+        verdict = Judge(handle, rules).step(observation, time.time()).verdict
         if verdict is not None and verdict.kind == "gone":
             from jobset_core.errors import JobSetGone
 
@@ -630,8 +655,17 @@ class Run:
 def _cleaning_up(handle: Handle, verdict: Verdict, moved: Pass) -> bool:
     """A native run that just ended still has a pass to make (upstream's finishing stage:
     unfinished Jobs deleted) before its waiter may leave."""
-    terminal = verdict.kind in ("completed", "failed")
+    terminal = verdict.kind in ("completed", "failed") and not verdict.pods_cannot_start
     return handle.backend == "native" and terminal and moved.acted and not moved.finished
+
+
+def _until_next(remaining: float | None, recheck_at: float | None, now: float) -> float | None:
+    """How long to wait for a change: until the deadline, or until a pod's grace period ends
+    (a verdict may come then without anything changing)."""
+    if recheck_at is None:
+        return remaining
+    recheck = max(recheck_at - now, 0.0) + _RECHECK_SLACK
+    return recheck if remaining is None else min(remaining, recheck)
 
 
 def _report(on_progress: ProgressCallback | None, progress: Progress | None) -> None:
