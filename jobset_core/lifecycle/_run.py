@@ -40,11 +40,13 @@ from jobset_core.errors import (
 )
 from jobset_core.lifecycle._judge import Judge, Step, WaitRules, head_jobset, run_result
 from jobset_core.lifecycle._logs import (
-    FollowState,
+    FollowControl,
+    Follower,
+    LogOptions,
     LogSink,
     LogTarget,
+    RunCursorStore,
     failed_pod_logs,
-    follow_logs,
     read_log,
     run_follower,
     stop_follower,
@@ -151,9 +153,12 @@ class Run:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
         backend: BackendChoice | str = "auto",
+        inject_env: bool = True,
     ) -> Submission:
         """Create the run, or adopt the one with the same name and identity (a retried or
-        resumed task); the answer carries the first status.
+        resumed task); the answer carries the first status. With ``inject_env`` (default)
+        every container gets the workload's variables (``JOBSET_RESTART_ATTEMPT``...:
+        :mod:`jobset_core.workload`).
 
         A run that is being deleted (a timed-out try's) is waited for until it is gone, then
         created again. A created native run gets its first reconcile pass here, so its Jobs
@@ -165,13 +170,21 @@ class Run:
         """
         chosen = await self.choose(backend)
         submission = await chosen.submit(
-            jobset, namespace=namespace, identity=identity, expected_uid=expected_uid
+            jobset,
+            namespace=namespace,
+            identity=identity,
+            expected_uid=expected_uid,
+            inject_env=inject_env,
         )
         meta = submission.obj.get("metadata") or {}
         if not submission.created and meta.get("deletionTimestamp"):
             await self._wait_gone(chosen, submission.handle, GONE_TIMEOUT)
             submission = await chosen.submit(
-                jobset, namespace=namespace, identity=identity, expected_uid=None
+                jobset,
+                namespace=namespace,
+                identity=identity,
+                expected_uid=None,
+                inject_env=inject_env,
             )
         if submission.created and chosen.kind == "native":
             moved = await self._first_pass(chosen, submission)
@@ -244,7 +257,7 @@ class Run:
         deadline: float | None = None,
         rules: WaitRules | None = None,
         on_progress: ProgressCallback | None = None,
-        logs: LogTarget | None = None,
+        logs: LogOptions | None = None,
         on_log: LogSink | None = None,
         submission: Submission | None = None,
     ) -> Verdict:
@@ -253,9 +266,10 @@ class Run:
         Args:
             handle: The run.
             deadline: Epoch seconds after which the verdict is ``timeout``.
-            rules: What to wait for (restarts handed back, target phases).
+            rules: What to wait for (restarts handed back, target phases, pod start rules).
             on_progress: Called with each progress event.
-            logs: Follow this pod's log meanwhile (into ``on_log``).
+            logs: Follow these pods' logs meanwhile (into ``on_log``); with
+                :attr:`LogOptions.resume`, from where an earlier follower of the run stopped.
             on_log: Where log lines go.
             submission: The submit that made the run, when this process made it: its
                 answer seeds the observer (no extra request for the first status).
@@ -267,9 +281,9 @@ class Run:
         seeds = [submission.obj] if submission is not None and submission.obj else []
         target = backend.target(handle, since=since, seeds=seeds)
         async with self.observer.track(target) as tracked:
-            follower, state = None, FollowState()
+            follower, control = None, FollowControl()
             if logs is not None and on_log is not None:
-                follower = asyncio.create_task(self._follow(target, handle, logs, on_log, state))
+                follower = asyncio.create_task(self._follow(target, handle, logs, on_log, control))
             try:
                 verdict = await self._watch(
                     backend,
@@ -282,14 +296,23 @@ class Run:
                 )
             finally:
                 if follower is not None:
-                    await stop_follower(follower, state, LOG_DRAIN_SECONDS)
+                    await stop_follower(follower, control, LOG_DRAIN_SECONDS)
         return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
 
     async def _follow(
-        self, target: Any, handle: Handle, logs: LogTarget, sink: LogSink, state: FollowState
+        self,
+        target: Any,
+        handle: Handle,
+        logs: LogOptions,
+        sink: LogSink,
+        control: FollowControl,
     ) -> None:
+        store = RunCursorStore(self.client, handle) if logs.resume else None
         async with self.observer.track(target) as tracked:
-            await run_follower(self.client, tracked, handle, logs, sink=sink, state=state)
+            follower = Follower(
+                self.client, tracked, handle, logs, sink, control=control, store=store
+            )
+            await run_follower(follower)
 
     async def _watch(
         self,
@@ -476,6 +499,7 @@ class Run:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
         backend: BackendChoice | str = "auto",
+        inject_env: bool = True,
         deadline: float | None = None,
         rules: WaitRules | None = None,
         delete_policy: DeletePolicy = "never",
@@ -484,7 +508,7 @@ class Run:
         wait_gone: bool = False,
         on_submit: Callable[[Submission], None] | None = None,
         on_progress: ProgressCallback | None = None,
-        logs: LogTarget | None = None,
+        logs: LogOptions | None = None,
         on_log: LogSink | None = None,
         on_verdict: Callable[[Verdict], None] | None = None,
     ) -> Finished:
@@ -502,6 +526,7 @@ class Run:
             identity=identity,
             expected_uid=expected_uid,
             backend=backend,
+            inject_env=inject_env,
         )
         handle = submission.handle
         if on_submit is not None:
@@ -603,8 +628,9 @@ class Run:
         """
         backend = self.backend(handle.backend)
         if follow:
+            options = LogOptions(target=target, max_bytes_per_second=None, max_bytes=None)
             async with self.observer.track(backend.target(handle)) as tracked:
-                await follow_logs(self.client, tracked, handle, target, sink, once=True)
+                await Follower(self.client, tracked, handle, options, sink, once=True).run()
             return
         observation = await self.observer.snapshot(backend.target(handle))
         jobset = None if target.replicated_job else head_jobset(handle, observation)
@@ -647,7 +673,9 @@ class Run:
         jobset = head_jobset(handle, observation)
         assert jobset is not None
         outcome = common.build_outcome(jobset, handle.backend)
-        if outcome.phase.terminal:
+        if verdict is not None and verdict.pods_cannot_start and verdict.outcome is not None:
+            outcome = verdict.outcome  # failed, although its JobSet is not (yet)
+        elif outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": run_result(jobset, observation.pods)})
         return outcome, verdict, backend.status_of(observation)
 
