@@ -108,7 +108,10 @@ def check_selector(text: str) -> str:
         ValueError: it is not one.
     """
     terms = re.split(r",(?![^()]*\))", text)
-    if not text.strip() or not all(_SELECTOR_TERM.match(term) for term in terms):
+    # A bare word is a typo of a keyword ("leader") far more often than an existence test:
+    # it needs a prefix ("example.com/canary") or an operator to count as a selector.
+    bare = all(re.fullmatch(r"\s*[A-Za-z0-9][-A-Za-z0-9_.]*\s*", term) for term in terms)
+    if not text.strip() or bare or not all(_SELECTOR_TERM.match(term) for term in terms):
         raise ValueError(
             f"log pods {text!r} is neither one of {', '.join(LOG_POD_CHOICES)} nor a label "
             "selector (such as 'jobset.sigs.k8s.io/replicatedjob-name=workers')"
