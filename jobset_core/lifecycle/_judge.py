@@ -24,7 +24,7 @@ from jobset_core.errors import JobSetError
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
 from jobset_core.models import JobSet
 from jobset_core.observe._store import Observation
-from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress
+from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
 from jobset_core.policy.pod_start import (
     PodStartCheck,
     PodStartRules,
@@ -35,7 +35,7 @@ from jobset_core.policy.pod_start import (
     describe_problem,
 )
 
-__all__ = ["Judge", "Step", "WaitRules", "head_jobset", "run_result"]
+__all__ = ["Judge", "Step", "WaitRules", "head_jobset", "result_note", "run_result"]
 
 OnRestart = Literal["continue", "return"]
 
@@ -98,6 +98,23 @@ def run_result(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> Any:
     if target is None:
         return None
     return common.termination_result(common.choose_log_pod(pods, target))
+
+
+def result_note(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> str:
+    """What is wrong with the run's result, in words to append to a verdict's message (``""``:
+    nothing): a termination message at the kubelet's 4 KiB limit (cut there), or not JSON
+    (:func:`~jobset_core.outcome.result_problem`)."""
+    target = common.log_pod_target(jobset)
+    if target is None:
+        return ""
+    pod = common.choose_log_pod(pods, target)
+    found = common.termination_message(pod)
+    if pod is None or found is None:
+        return ""
+    container, message = found
+    problem = result_problem(message, container)
+    name = (pod.get("metadata") or {}).get("name")
+    return f"; pod {name}: {problem}" if problem else ""
 
 
 def _job_detail(observation: Observation, job: str | None) -> str:
@@ -237,9 +254,10 @@ class Judge:
             result = run_result(jobset, observation.pods)
             outcome = outcome.model_copy(update={"result": result})
             kind: VerdictKind = "completed" if outcome.succeeded else "failed"
-            return Step(
-                step.progress, self.verdict(kind, outcome, outcome.reason, self._end(outcome))
-            )
+            message = self._end(outcome)
+            if result is not None:
+                message += result_note(jobset, observation.pods)
+            return Step(step.progress, self.verdict(kind, outcome, outcome.reason, message))
         if step.restarted:
             outcome = self._restart_outcome(observation, jobset, outcome)
             message = self._restart(outcome)

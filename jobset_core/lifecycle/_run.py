@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,14 @@ from jobset_core.errors import (
     Unreachable,
     WaitTimeout,
 )
-from jobset_core.lifecycle._judge import Judge, Step, WaitRules, head_jobset, run_result
+from jobset_core.lifecycle._judge import (
+    Judge,
+    Step,
+    WaitRules,
+    head_jobset,
+    result_note,
+    run_result,
+)
 from jobset_core.lifecycle._logs import (
     FollowControl,
     Follower,
@@ -428,28 +435,34 @@ class Run:
         if ref is None:
             return verdict
         ends = time.monotonic() + RESULT_GRACE
+        pods: Sequence[Mapping[str, Any]] = observation.pods
         while True:
-            pod = common.choose_log_pod(observation.pods, ref)
+            pod = common.choose_log_pod(pods, ref)
             if pod is not None and _ended(pod):
-                result = run_result(jobset, observation.pods)
                 break
             left = ends - time.monotonic()
             if left <= 0:
-                result = await self._listed_result(handle, jobset)
+                pods = await self._listed_pods(handle)
                 break
             await tracked.changed(left)
-            observation = tracked.observation()
+            pods = tracked.observation().pods
+        result = run_result(jobset, pods)
         if result is None:
             return verdict
-        return verdict.model_copy(update={"outcome": outcome.model_copy(update={"result": result})})
+        return verdict.model_copy(
+            update={
+                "outcome": outcome.model_copy(update={"result": result}),
+                "message": verdict.message + result_note(jobset, pods),
+            }
+        )
 
-    async def _listed_result(self, handle: Handle, jobset: JobSet) -> Any:
+    async def _listed_pods(self, handle: Handle) -> Sequence[Mapping[str, Any]]:
         selector = common.jobset_selector(handle.name, handle.uid or None)
         try:
             pods = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
         except JobSetError:
-            return None  # the verdict stands; only its result is unknown
-        return run_result(jobset, pods.items)
+            return []  # the verdict stands; only its result is unknown
+        return pods.items
 
     # ------------------------------------------------------------------ finish
 
