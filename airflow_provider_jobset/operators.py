@@ -95,6 +95,11 @@ def default_retry_policy() -> Any:
                 reason="the JobSet restarted: the next try continues with it",
             ),
             RetryRule(
+                exception="jobset_core.errors.PodsCannotStart",
+                action=RetryAction.FAIL,
+                reason="the JobSet's pods cannot start: a new try would meet the same problem",
+            ),
+            RetryRule(
                 exception="jobset_core.errors.JobSetFailed",
                 action=RetryAction.FAIL,
                 reason="the JobSet failed for good",
