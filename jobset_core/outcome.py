@@ -35,9 +35,10 @@ TerminalState = Literal["Completed", "Failed"]
 #: this reason tells such a run apart from one whose JobSet reached ``Failed``.
 PODS_CANNOT_START = "PodsCannotStart"
 
-#: The most of a container's termination message the kubelet keeps (bytes): a longer message
-#: is cut there (``kubecontainer.MaxContainerTerminationMessageLength``; a pod with many
-#: containers gets less each, 12 KiB in all).
+#: The most of a container's termination message the kubelet keeps (bytes): of a longer
+#: message it keeps the last 4 KiB (it reads the file's tail,
+#: ``kubecontainer.MaxContainerTerminationMessageLength``; a pod with many containers gets less
+#: each, 12 KiB in all).
 MAX_RESULT_BYTES = 4096
 
 
@@ -140,7 +141,7 @@ def result_problem(message: str | None, container: str = "") -> str:
     """What is wrong with a termination message as a result, in words (``""``: nothing).
 
     A message of :data:`MAX_RESULT_BYTES` or more was most likely cut by the kubelet (it keeps
-    at most 4 KiB of each container's message); a message that is not JSON is returned as its
+    the last 4 KiB of each container's message); a message that is not JSON is returned as its
     text, which a downstream step expecting a JSON value should hear about.
     """
     if not message:
@@ -153,9 +154,9 @@ def result_problem(message: str | None, container: str = "") -> str:
         if size >= MAX_RESULT_BYTES:
             return (
                 f"the result ({who}) is {size} bytes, the kubelet's limit of "
-                f"{MAX_RESULT_BYTES}: it was cut there and is not valid JSON; the result is the "
-                "cut text. Keep results under 4 KiB: write large outputs to storage and return "
-                "their location"
+                f"{MAX_RESULT_BYTES}: the kubelet kept only its last {MAX_RESULT_BYTES} bytes, "
+                "which are not valid JSON; the result is that text. Keep results under 4 KiB: "
+                "write large outputs to storage and return their location"
             )
         return f"the result ({who}) is not JSON: it is returned as text ({size} bytes)"
     if size >= MAX_RESULT_BYTES:

@@ -49,8 +49,9 @@ def _pod(message: str) -> dict[str, Any]:
         pytest.param('{"loss": 0.1}', "", id="json"),
         pytest.param("done", "is not JSON: it is returned as text (4 bytes)", id="text"),
         pytest.param(
-            '{"a": "' + "x" * MAX_RESULT_BYTES,
-            "the kubelet's limit of 4096: it was cut there and is not valid JSON",
+            "x" * MAX_RESULT_BYTES + '"}',
+            "the kubelet's limit of 4096: the kubelet kept only its last 4096 bytes, which are "
+            "not valid JSON",
             id="cut",
         ),
         pytest.param(
