@@ -86,6 +86,9 @@ CURSOR_SAVE_EVERY = 10.0
 CURSOR_SAVE_TIMEOUT = 5.0
 #: The longest wait between two attempts to read a log that cannot be read yet (seconds).
 RETRY_MAX = 30.0
+#: How long a closing follower waits for the observer to have listed the run's pods (a wait
+#: that ended as soon as it began: an adopted run that had finished already).
+SYNC_WAIT = 3.0
 
 
 class CursorStore(Protocol):
@@ -200,6 +203,7 @@ class Follower:
                 await self._maybe_save()
                 await self.tracked.changed(self._next_wake())
             if not self._stopped():
+                await self._synced(SYNC_WAIT)  # a wait that ended early: its pods may trail
                 await self._follow(final=True)
             await self._drain()
         finally:
@@ -211,6 +215,14 @@ class Follower:
             if note:
                 self.sink(_notice(note))
             await asyncio.shield(self._save(final=True))
+
+    async def _synced(self, wait: float) -> None:
+        """Give the observer up to ``wait`` seconds to have listed the run's pods."""
+        ends = time.monotonic() + wait
+        while not self.tracked.observation().synced:
+            left = ends - time.monotonic()
+            if left <= 0 or not await self.tracked.changed(left):
+                return
 
     def _stopped(self) -> bool:
         return self._over or (self.once and self._first_ended)
