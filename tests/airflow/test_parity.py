@@ -687,8 +687,8 @@ class Moments:
                 self._mark(namespace, str(involved.get("name")), "creation_failed")
             if involved.get("kind") == "Pod" and obj.get("type") == "Warning":
                 # The kubelet's first word that a pod of the run cannot start (or crashed):
-                # pods are named <run>-<replicated job>-<job>-<index>-<suffix>, runs x-y.
-                run = "-".join(str(involved.get("name")).split("-")[:2])
+                # pods are <run>-<replicated job>-<job>-<index>-<suffix> (rjobs: no dashes).
+                run = "-".join(str(involved.get("name")).split("-")[:-4])
                 self._mark(namespace, run, "cannot_start")
             return
         name = str(meta.get("name"))
