@@ -122,7 +122,10 @@ class RunCursorStore:
 
     async def save(self, cursor: LogCursor) -> None:
         handle = self._handle
-        body = {"metadata": {"annotations": {CURSOR_ANNOTATION: cursor.to_text()}}}
+        meta: dict[str, Any] = {"annotations": {CURSOR_ANNOTATION: cursor.to_text()}}
+        if handle.uid:
+            meta["uid"] = handle.uid  # never a namesake's: the server refuses a uid change
+        body = {"metadata": meta}
         await self._client.patch(self._resource, handle.name, body, namespace=handle.namespace)
 
 
