@@ -68,6 +68,7 @@ __all__ = [
     "spec_fingerprint",
     "stamp_identity",
     "status_document",
+    "termination_message",
     "termination_result",
 ]
 
