@@ -12,13 +12,16 @@ construction when they hold no template, and again after rendering
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from jobset_core.backends import BACKEND_CHOICES
+from jobset_core.lifecycle import LogOptions, LogTarget
 from jobset_core.models import JobSet
 from jobset_core.naming import ensure_jobset_name, ensure_namespace
+from jobset_core.policy.pod_start import PodStartRules
 
 __all__ = [
     "check_operator_arguments",
@@ -26,6 +29,9 @@ __all__ = [
     "check_rendered_sensor",
     "check_sensor_arguments",
     "is_templated",
+    "log_options",
+    "pod_start_rules",
+    "seconds_of",
 ]
 
 
@@ -241,3 +247,91 @@ def check_rendered_sensor(*, name: Any, namespace: Any, label_selector: Any) -> 
     if namespace is not None:
         ensure_namespace(namespace, f"{owner}(namespace=..., after rendering)")
     _labels(owner, label_selector)
+
+
+def seconds_of(owner: str, argument: str, value: Any) -> float | None:
+    """A duration argument as seconds: a ``timedelta`` or a number of seconds (``None``:
+    never).
+
+    Raises:
+        TypeError: neither.
+        ValueError: negative.
+    """
+    if value is None:
+        return None
+    if isinstance(value, _dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise _type_error(owner, argument, "a datetime.timedelta, seconds or None", value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{owner}({argument}=...): must be 0 or more, not {value!r}")
+    return seconds
+
+
+def pod_start_rules(
+    owner: str, *, start_grace: Any, pending_timeout: Any, crash_loop_restarts: Any
+) -> PodStartRules:
+    """The pod start rules of an operator or sensor (see
+    :class:`~jobset_core.policy.pod_start.PodStartRules`).
+
+    Raises:
+        TypeError, ValueError: naming the argument.
+    """
+    grace = seconds_of(owner, "start_grace", start_grace)
+    pending = seconds_of(owner, "pending_timeout", pending_timeout)
+    if crash_loop_restarts is not None:
+        if isinstance(crash_loop_restarts, bool) or not isinstance(crash_loop_restarts, int):
+            raise _type_error(
+                owner, "crash_loop_restarts", "an int >= 1 or None", crash_loop_restarts
+            )
+        if crash_loop_restarts < 1:
+            raise ValueError(
+                f"{owner}(crash_loop_restarts=...): must be >= 1 (or None: never), "
+                f"not {crash_loop_restarts}"
+            )
+    return PodStartRules(grace, pending, crash_loop_restarts)
+
+
+def log_options(
+    owner: str,
+    *,
+    log_pods: Any,
+    log_container: Any,
+    log_max_pods: Any,
+    log_max_bytes_per_second: Any,
+    log_max_bytes: Any,
+    target: LogTarget,
+) -> LogOptions:
+    """The log options of an operator (see :class:`~jobset_core.lifecycle.LogOptions`).
+
+    Raises:
+        TypeError, ValueError: naming the argument.
+    """
+    _text(owner, "log_pods", log_pods, optional=False)
+    _text(owner, "log_container", log_container)
+    for argument, value, optional in (
+        ("log_max_pods", log_max_pods, False),
+        ("log_max_bytes_per_second", log_max_bytes_per_second, True),
+        ("log_max_bytes", log_max_bytes, True),
+    ):
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _type_error(
+                owner, argument, "an int >= 1" + (" or None" if optional else ""), value
+            )
+        if value < 1:
+            raise ValueError(f"{owner}({argument}=...): must be >= 1, not {value}")
+    try:
+        return LogOptions(
+            pods=log_pods,
+            container=log_container,
+            target=target,
+            max_pods=log_max_pods,
+            max_bytes_per_second=log_max_bytes_per_second,
+            max_bytes=log_max_bytes,
+        )
+    except ValueError as err:
+        raise ValueError(f"{owner}(log_pods=... or log_container=...): {err}") from None

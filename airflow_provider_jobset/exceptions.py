@@ -15,6 +15,9 @@ error                        when                                          retri
 ``CreationFailed``           a child object cannot be created              yes
 ``JobSetFailed``             terminal ``Failed`` (FailJobSet,              never (wrapped)
                              ReachedMaxRestarts)
+``PodsCannotStart``          its pods cannot start (wrong image, missing   never (wrapped)
+                             Secret, unschedulable, crash loop): a
+                             ``JobSetFailed``, reason ``PodsCannotStart``
 ``SpecError``                the JobSet is invalid (nothing was created)   never (wrapped)
 ``IdentityMismatch``         its name belongs to another run               never (wrapped)
 ===========================  ============================================  ================
@@ -28,6 +31,7 @@ from jobset_core.errors import (
     JobSetFailed,
     JobSetGone,
     JobSetRestarting,
+    PodsCannotStart,
     SpecError,
     WaitTimeout,
 )
@@ -39,9 +43,14 @@ __all__ = [
     "JobSetFailed",
     "JobSetGone",
     "JobSetRestarting",
+    "PodsCannotStart",
     "SpecError",
     "WaitTimeout",
 ]
 
 #: Errors the operator wraps in ``AirflowFailException``: no retry can help.
-NEVER_RETRIED: tuple[type[Exception], ...] = (JobSetFailed, SpecError, IdentityMismatch)
+NEVER_RETRIED: tuple[type[Exception], ...] = (
+    JobSetFailed,  # PodsCannotStart with it: a new try would meet the same image, Secret...
+    SpecError,
+    IdentityMismatch,
+)

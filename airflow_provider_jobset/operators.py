@@ -25,7 +25,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset import _decisions
-from airflow_provider_jobset._arguments import check_operator_arguments, check_rendered_operator
+from airflow_provider_jobset._arguments import (
+    check_operator_arguments,
+    check_rendered_operator,
+    log_options,
+    pod_start_rules,
+)
 from airflow_provider_jobset._compat import (
     AIRFLOW_V_3_3_PLUS,
     AirflowFailException,
@@ -45,6 +50,7 @@ from jobset_core.lifecycle import (
     Finished,
     Handle,
     LogLine,
+    LogOptions,
     LogTarget,
     Submission,
     Verdict,
@@ -53,6 +59,7 @@ from jobset_core.lifecycle import (
 )
 from jobset_core.models import JobSet, dump_yaml, load_jobset
 from jobset_core.outcome import Backend
+from jobset_core.policy.pod_start import DEFAULT_GRACE
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Run
@@ -86,6 +93,11 @@ def default_retry_policy() -> Any:
                 action=RetryAction.RETRY,
                 retry_delay=_dt.timedelta(seconds=1),
                 reason="the JobSet restarted: the next try continues with it",
+            ),
+            RetryRule(
+                exception="jobset_core.errors.PodsCannotStart",
+                action=RetryAction.FAIL,
+                reason="the JobSet's pods cannot start: a new try would meet the same problem",
             ),
             RetryRule(
                 exception="jobset_core.errors.JobSetFailed",
@@ -134,13 +146,36 @@ class JobSetOperator(BaseOperator):
             completed run, and one the try gave up on; failed ones are kept for inspection),
             ``on_timeout`` (only what the try gave up on), ``always`` or ``never``. A restart
             never deletes: the next try continues with the same JobSet.
-        stream_logs: Follow one pod's log into the task log while waiting (worker mode); in
-            deferrable mode its log is shown when the task resumes.
-        log_replicated_job: The replicated job of the pod whose log is shown (default: the
-            coordinator, else the first pod of the first replicated job).
+        stream_logs: Follow pod logs into the task log while waiting, in the worker and while
+            deferred (the triggerer's lines show in the task log; after a triggerer restart
+            they continue without repeating a line). Each line is prefixed with its pod (and
+            container, when several are followed).
+        log_pods: Whose logs: ``coordinator`` (default: the coordinator pod, or the pod
+            ``log_replicated_job``/``log_job_index``/``log_pod_index`` names), ``leaders``
+            (pod 0 of job 0 of each replicated job), ``all``, or a label selector.
+        log_container: Only this container's log (default: every container of a pod).
+        log_max_pods: Pods followed at most.
+        log_max_bytes_per_second: Lines above this rate are left out, and a line says how
+            many (``None``: no limit).
+        log_max_bytes: Bytes shown in all; then a line says the logs were truncated
+            (``None``: no limit).
+        log_replicated_job: With ``log_pods="coordinator"``, the replicated job of the pod
+            whose log is shown (default: the coordinator, else the first replicated job).
         log_job_index: The Job index of that pod.
         log_pod_index: The pod index of that pod.
         failed_pod_log_lines: Lines of each failed pod's log shown when a try fails.
+        start_grace: How long a container may wait with ``ErrImagePull``,
+            ``ImagePullBackOff``, ``InvalidImageName``, ``CreateContainerConfigError`` or
+            ``CreateContainerError`` before the try fails with ``PodsCannotStart`` (a
+            ``timedelta`` or seconds; 0: at once; ``None``: never). ``ContainerCreating`` (a
+            big image being pulled) never counts.
+        pending_timeout: How long a pod may stay unschedulable before the try fails
+            (``None``, the default: never; a cluster may be scaling up).
+        crash_loop_restarts: Fail the try once a container in ``CrashLoopBackOff`` restarted
+            this many times (``None``, the default: never).
+        inject_env: Give every container ``JOBSET_NAME``, ``JOBSET_REPLICATED_JOB``,
+            ``JOBSET_JOB_INDEX``, ``JOBSET_POD_INDEX`` and ``JOBSET_RESTART_ATTEMPT`` from the
+            Downward API (a variable of the container's own of the same name wins).
         link_template: URL template of the extra link (``{namespace}``, ``{name}``,
             ``{uid}``); default ``[jobset] link_template``.
         delete_on_kill: Delete the JobSet when the task is killed (``on_kill``, trigger kill).
@@ -169,10 +204,19 @@ class JobSetOperator(BaseOperator):
         timeout: _dt.timedelta | None = None,
         delete_policy: DeletePolicy = "on_success",
         stream_logs: bool = True,
+        log_pods: str = "coordinator",
+        log_container: str | None = None,
+        log_max_pods: int = 8,
+        log_max_bytes_per_second: int | None = 64 * 1024,
+        log_max_bytes: int | None = 16 * 1024 * 1024,
         log_replicated_job: str | None = None,
         log_job_index: int = 0,
         log_pod_index: int = 0,
         failed_pod_log_lines: int = 50,
+        start_grace: _dt.timedelta | float | None = _dt.timedelta(seconds=DEFAULT_GRACE),
+        pending_timeout: _dt.timedelta | float | None = None,
+        crash_loop_restarts: int | None = None,
+        inject_env: bool = True,
         link_template: str | None = None,
         delete_on_kill: bool = True,
         retries: int | None = None,
@@ -200,6 +244,24 @@ class JobSetOperator(BaseOperator):
             delete_on_kill=delete_on_kill,
             retries=retries,
         )
+        owner = "JobSetOperator"
+        self.pod_start = pod_start_rules(
+            owner,
+            start_grace=start_grace,
+            pending_timeout=pending_timeout,
+            crash_loop_restarts=crash_loop_restarts,
+        )
+        self.log_options: LogOptions = log_options(
+            owner,
+            log_pods=log_pods,
+            log_container=log_container,
+            log_max_pods=log_max_pods,
+            log_max_bytes_per_second=log_max_bytes_per_second,
+            log_max_bytes=log_max_bytes,
+            target=LogTarget(log_replicated_job, log_job_index, log_pod_index),
+        )
+        if not isinstance(inject_env, bool):
+            raise TypeError(f"{owner}(inject_env=...): must be True or False, not {inject_env!r}")
         parsed = _parse_time_source(jobset)
         plan = _decisions.plan_retries(
             _decisions.max_restarts(parsed) if parsed is not None else None, retries
@@ -227,6 +289,7 @@ class JobSetOperator(BaseOperator):
         self.log_job_index = log_job_index
         self.log_pod_index = log_pod_index
         self.failed_pod_log_lines = failed_pod_log_lines
+        self.inject_env = inject_env
         self.link_template = link_template
         self.delete_on_kill = delete_on_kill
         self._handle: Handle | None = None
@@ -262,6 +325,7 @@ class JobSetOperator(BaseOperator):
         """
         from jobset_core.backends import stamp_identity
         from jobset_core.validation import ensure_valid
+        from jobset_core.workload import inject_workload_env
 
         try:
             jobset = load_jobset(self.jobset)
@@ -277,6 +341,8 @@ class JobSetOperator(BaseOperator):
             named, _ = stamp_identity(
                 jobset.model_copy(update={"metadata": meta}), namespace, identity.identity()
             )
+            if self.inject_env:  # what dry_run prints is what is submitted
+                named = inject_workload_env(named)
             return ensure_valid(named)
         except SpecError as err:
             raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
@@ -314,10 +380,7 @@ class JobSetOperator(BaseOperator):
         return lambda progress: self.log.info("JobSet %s %s", name, progress.line())
 
     def _log_line(self, line: LogLine) -> None:
-        self.log.info("[pod %s] %s", line.pod, line.text)
-
-    def _log_target(self) -> LogTarget:
-        return LogTarget(self.log_replicated_job, self.log_job_index, self.log_pod_index)
+        self.log.info("%s", line.shown())
 
     # ------------------------------------------------------------------ execute
 
@@ -353,6 +416,7 @@ class JobSetOperator(BaseOperator):
                 identity=identity.identity(),
                 expected_uid=expected_uid,
                 backend=self.backend,
+                inject_env=self.inject_env,
             )
             self._submitted(context, store, submission)
             known = submission.outcome.phase.terminal or submission.refused is not None
@@ -361,9 +425,9 @@ class JobSetOperator(BaseOperator):
             verdict = await run.wait(
                 submission.handle,
                 deadline=deadline,
-                rules=WaitRules(on_restart="return", budget=budget),
+                rules=WaitRules(on_restart="return", budget=budget, pod_start=self.pod_start),
                 on_progress=self._log_progress(submission.handle.name),
-                logs=self._log_target() if self.stream_logs else None,
+                logs=self.log_options if self.stream_logs else None,
                 on_log=self._log_line,
                 submission=submission,
             )
@@ -457,6 +521,8 @@ class JobSetOperator(BaseOperator):
                 restarts=submission.outcome.restarts,
                 delete_on_kill=self.delete_on_kill,
                 timeout_seconds=budget,
+                pod_start=self.pod_start.to_dict(),
+                logs=self.log_options.to_dict() if self.stream_logs else None,
             ),
             method_name="execute_complete",
             timeout=timeout,
@@ -473,19 +539,10 @@ class JobSetOperator(BaseOperator):
         self._handle = handle
 
         async def finish_here(run: Run) -> Finished:
-            if self.stream_logs and verdict.kind in ("completed", "failed", "restarting"):
-                await self._log_tail(run, handle)
+            # The trigger followed the logs (its lines are in the task log): not again here.
             return await self._finish(run, handle, verdict)
 
         return self._conclude(context, self._in_core(finish_here))
-
-    async def _log_tail(self, run: Run, handle: Handle) -> None:
-        from jobset_core.errors import JobSetError
-
-        try:
-            await run.read_log(handle, self._log_target(), follow=False, sink=self._log_line)
-        except JobSetError as err:
-            self.log.info("no log to show: %s", err)
 
     # ------------------------------------------------------------------ finish
 

@@ -19,7 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_jobset._arguments import check_rendered_sensor, check_sensor_arguments
+from airflow_provider_jobset._arguments import (
+    check_rendered_sensor,
+    check_sensor_arguments,
+    pod_start_rules,
+)
 from airflow_provider_jobset._compat import (
     AirflowFailException,
     BaseSensorOperator,
@@ -28,6 +32,7 @@ from airflow_provider_jobset._compat import (
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core.backends import BackendChoice
 from jobset_core.outcome import Outcome, Phase
+from jobset_core.policy.pod_start import DEFAULT_GRACE
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Handle, Run, WaitRules
@@ -80,6 +85,13 @@ class JobSetSensor(BaseSensorOperator):
         backend: ``auto`` (JobSets and native runs), ``controller`` or ``native``.
         kubernetes_conn_id: An Airflow ``kubernetes`` connection.
         deferrable: Wait in the triggerer (default ``[operators] default_deferrable``).
+        start_grace: How long a container of a watched JobSet may wait with
+            ``ErrImagePull``, ``CreateContainerConfigError``... before the sensor fails
+            (``PodsCannotStart``; a ``timedelta`` or seconds; 0: at once; ``None``: never).
+        pending_timeout: How long a pod may stay unschedulable before the sensor fails
+            (default: never).
+        crash_loop_restarts: Fail once a crash-looping container restarted this many times
+            (default: never).
         **kwargs: Other ``BaseSensorOperator`` arguments (``poke_interval``, ``timeout``...).
     """
 
@@ -95,6 +107,9 @@ class JobSetSensor(BaseSensorOperator):
         backend: BackendChoice = "auto",
         kubernetes_conn_id: str | None = JobSetHook.default_conn_name,
         deferrable: bool | None = None,
+        start_grace: _dt.timedelta | float | None = _dt.timedelta(seconds=DEFAULT_GRACE),
+        pending_timeout: _dt.timedelta | float | None = None,
+        crash_loop_restarts: int | None = None,
         **kwargs: Any,
     ) -> None:
         check_sensor_arguments(
@@ -106,6 +121,12 @@ class JobSetSensor(BaseSensorOperator):
             backend=backend,
             kubernetes_conn_id=kubernetes_conn_id,
             deferrable=deferrable,
+        )
+        self.pod_start = pod_start_rules(
+            "JobSetSensor",
+            start_grace=start_grace,
+            pending_timeout=pending_timeout,
+            crash_loop_restarts=crash_loop_restarts,
         )
         super().__init__(**kwargs)
         self.name = name
@@ -164,15 +185,16 @@ class JobSetSensor(BaseSensorOperator):
 
         ends = time.time() + wait
         until = frozenset(Phase(p) for p in self.target_phases)
+        rules = WaitRules(until=until, pod_start=self.pod_start)
         seen: list[tuple[Handle, Outcome]] | None = None
         while True:
             if seen is None:
-                seen = await self._seen(run, namespace, WaitRules(until=until))
+                seen = await self._seen(run, namespace, rules)
             state = sensor_state([o for _, o in seen], self.target_phases)
             first = next((h for h, o in seen if o is state.waiting), None)
             if state.kind != "waiting" or first is None or time.time() >= ends:
                 return state, first
-            verdict = await run.wait(first, deadline=ends, rules=WaitRules(until=until))
+            verdict = await run.wait(first, deadline=ends, rules=rules)
             if verdict.kind == "timeout":  # a poke's own time being up says nothing
                 seen = None
                 continue
@@ -261,6 +283,7 @@ class JobSetSensor(BaseSensorOperator):
                 on_restart="continue",
                 target_phases=self.target_phases,
                 delete_on_kill=False,
+                pod_start=self.pod_start.to_dict(),
             ),
             method_name="execute_complete",
         )

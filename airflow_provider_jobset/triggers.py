@@ -15,14 +15,16 @@ called only when a user marks or clears the deferred task) deletes the JobSet wi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import dataclasses
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from airflow_provider_jobset._compat import BaseTrigger, TriggerEvent
 from airflow_provider_jobset.hooks import JobSetHook
-from jobset_core.lifecycle import Handle, Run, WaitRules
+from jobset_core.lifecycle import Handle, LogLine, LogOptions, Run, WaitRules
 from jobset_core.observe import shared_observer
 from jobset_core.outcome import Phase
+from jobset_core.policy.pod_start import PodStartRules
 
 __all__ = ["JobSetTrigger"]
 
@@ -49,6 +51,11 @@ class JobSetTrigger(BaseTrigger):
         target_phases: Also fire when the JobSet's phase is one of these (sensors).
         delete_on_kill: Delete the JobSet when a user kills the deferred task.
         timeout_seconds: The timeout the task was given (what a ``timeout`` verdict says).
+        pod_start: The pod start rules (:meth:`PodStartRules.to_dict`; default: the core's).
+        logs: Follow pod logs while waiting (:meth:`LogOptions.to_dict`; ``None``: do not).
+            The lines go to the trigger's log, which Airflow shows in the task's log; how
+            far each log was read is kept on the run, so a trigger that a restarted
+            triggerer runs again continues without repeating a line.
     """
 
     def __init__(
@@ -68,6 +75,8 @@ class JobSetTrigger(BaseTrigger):
         target_phases: Sequence[str] = (),
         delete_on_kill: bool = True,
         timeout_seconds: float | None = None,
+        pod_start: Mapping[str, Any] | None = None,
+        logs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.name = name
@@ -84,6 +93,8 @@ class JobSetTrigger(BaseTrigger):
         self.target_phases = list(target_phases)
         self.delete_on_kill = delete_on_kill
         self.timeout_seconds = timeout_seconds
+        self.pod_start = dict(pod_start) if pod_start is not None else None
+        self.logs = dict(logs) if logs is not None else None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Class path and the keyword arguments that rebuild this trigger."""
@@ -104,6 +115,8 @@ class JobSetTrigger(BaseTrigger):
                 "target_phases": list(self.target_phases),
                 "delete_on_kill": self.delete_on_kill,
                 "timeout_seconds": self.timeout_seconds,
+                "pod_start": self.pod_start,
+                "logs": self.logs,
             },
         )
 
@@ -127,16 +140,25 @@ class JobSetTrigger(BaseTrigger):
             until=frozenset(Phase(p) for p in self.target_phases),
             baseline_restarts=self.restarts,
             budget=self.timeout_seconds,
+            pod_start=PodStartRules.from_dict(self.pod_start or {}),
         )
+        logs = None
+        if self.logs is not None:  # resumable: a restarted triggerer goes on from there
+            logs = dataclasses.replace(LogOptions.from_dict(self.logs), resume=True)
         async with shared_observer(config.client_settings()) as observer:
             verdict = await Run(observer).wait(
                 handle,
                 deadline=self.deadline,
                 rules=rules,
                 on_progress=lambda p: self.log.info("%s %s", self._what(), p.line()),
+                logs=logs,
+                on_log=self._log_line,
             )
         self.log.info("%s: %s", self._what(), verdict.message)
         yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
+
+    def _log_line(self, line: LogLine) -> None:
+        self.log.info("%s", line.shown())
 
     async def on_kill(self) -> None:
         """A user killed the deferred task: delete the JobSet (one request, bounded)."""

@@ -19,7 +19,12 @@ from what the JobSet controller guarantees, never from guesses:
 
 Pods never restart in place (``restartPolicy: Never``, ``backoffLimit: 0`` by default): a failed
 pod fails its Job, and ``max_restarts`` recreates the whole JobSet (``failurePolicy``), which is
-what collective training needs to rendezvous again.
+what collective training needs to rendezvous again. Every container also gets the workload's
+variables (``JOBSET_RESTART_ATTEMPT``, ``JOBSET_POD_INDEX``...: :mod:`jobset_core.workload`;
+``inject_env=False`` leaves them out), and with ``checkpoint_dir`` the path to resume from
+(``CHECKPOINT_DIR``), mounted from ``checkpoint_volume`` (an existing claim or any volume
+source) or from a claim of the JobSet's own (``checkpoint_claim``, the controller's
+``volumeClaimPolicies``), which outlives the JobSet's restarts.
 """
 
 from __future__ import annotations
@@ -30,8 +35,11 @@ from typing import Any, Literal
 from jobset_core import labels
 from jobset_core.models import JobSet
 from jobset_core.naming import coordinator_endpoint
+from jobset_core.workload import inject_workload_env
 
 __all__ = [
+    "CHECKPOINT_ENV",
+    "CHECKPOINT_VOLUME",
     "COMPLETION_INDEX_FIELD",
     "JOBSET_NAME_FIELD",
     "JOB_INDEX_FIELD",
@@ -48,6 +56,10 @@ JOB_INDEX_FIELD = f"metadata.labels['{labels.JOB_INDEX}']"
 #: was told).
 JOBSET_NAME_FIELD = f"metadata.labels['{labels.JOBSET_NAME}']"
 _NAME_REF = "$(JOBSET_NAME)"  # expanded by the kubelet from the env entry defined first
+#: The variable that tells the program where its checkpoints are (with ``checkpoint_dir``).
+CHECKPOINT_ENV = "CHECKPOINT_DIR"
+#: The name of the checkpoint volume (and of the JobSet's own claim template).
+CHECKPOINT_VOLUME = "checkpoints"
 
 Resources = Mapping[str, Mapping[str, str | int]]
 _LAUNCH_NAME = "jobset-launch"  # $0 of the rank-computing shell
@@ -74,6 +86,10 @@ def leader_workers(
     jobset_annotations: Mapping[str, str] | None = None,
     suspend: bool | None = None,
     ttl_seconds_after_finished: int | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_volume: str | Mapping[str, Any] | None = None,
+    checkpoint_claim: Mapping[str, Any] | None = None,
+    inject_env: bool = True,
 ) -> JobSet:
     """A leader pod and ``workers`` worker pods; the JobSet completes when the leader does.
 
@@ -105,6 +121,14 @@ def leader_workers(
         jobset_annotations: Annotations of the JobSet.
         suspend: ``spec.suspend`` (create suspended, e.g. for Kueue).
         ttl_seconds_after_finished: Delete the JobSet that long after it finished.
+        checkpoint_dir: Where the program keeps its checkpoints (an absolute path): exported
+            as ``CHECKPOINT_DIR`` to every container, the mount path of the checkpoint volume.
+        checkpoint_volume: What is mounted at ``checkpoint_dir``: the name of an existing
+            PersistentVolumeClaim, or a volume source (``{"nfs": {...}}``, ``{"csi": ...}``).
+        checkpoint_claim: A PersistentVolumeClaim spec for a claim of the JobSet's own
+            (``volumeClaimPolicies``: created with it, kept through its restarts, deleted with
+            it; controller backend only), mounted at ``checkpoint_dir``.
+        inject_env: Give every container the workload's variables (:mod:`jobset_core.workload`).
 
     Returns:
         The JobSet.
@@ -122,6 +146,7 @@ def leader_workers(
         'demo-leader-0-0.demo'
     """
     _at_least(1, workers=workers)
+    _check_checkpoint(checkpoint_dir, checkpoint_volume, checkpoint_claim)
     jobset = _jobset(
         name,
         namespace=namespace,
@@ -160,7 +185,7 @@ def leader_workers(
         _replicated_job(leader_name, 1, 1, leader, backoff_limit),
         workers_job,
     ]
-    return JobSet.model_validate(jobset)
+    return _finish(jobset, checkpoint_dir, checkpoint_volume, checkpoint_claim, inject_env)
 
 
 def pytorch_ddp(
@@ -190,6 +215,10 @@ def pytorch_ddp(
     jobset_annotations: Mapping[str, str] | None = None,
     suspend: bool | None = None,
     ttl_seconds_after_finished: int | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_volume: str | Mapping[str, Any] | None = None,
+    checkpoint_claim: Mapping[str, Any] | None = None,
+    inject_env: bool = True,
 ) -> JobSet:
     """Distributed data-parallel PyTorch: ``nodes`` pods, each running ``torchrun``.
 
@@ -240,6 +269,14 @@ def pytorch_ddp(
         jobset_annotations: Annotations of the JobSet.
         suspend: ``spec.suspend``.
         ttl_seconds_after_finished: Delete the JobSet that long after it finished.
+        checkpoint_dir: Where the program keeps its checkpoints (an absolute path): exported
+            as ``CHECKPOINT_DIR`` to every container, the mount path of the checkpoint volume.
+        checkpoint_volume: What is mounted at ``checkpoint_dir``: the name of an existing
+            PersistentVolumeClaim, or a volume source (``{"nfs": {...}}``, ``{"csi": ...}``).
+        checkpoint_claim: A PersistentVolumeClaim spec for a claim of the JobSet's own
+            (``volumeClaimPolicies``: created with it, kept through its restarts, deleted with
+            it; controller backend only), mounted at ``checkpoint_dir``.
+        inject_env: Give every container the workload's variables (:mod:`jobset_core.workload`).
 
     Returns:
         The JobSet.
@@ -255,6 +292,7 @@ def pytorch_ddp(
         4
     """
     _at_least(1, nodes=nodes, jobs=jobs)
+    _check_checkpoint(checkpoint_dir, checkpoint_volume, checkpoint_claim)
     if nodes % jobs:
         raise ValueError(f"nodes ({nodes}) must be a multiple of jobs ({jobs})")
     per_job = nodes // jobs
@@ -310,7 +348,7 @@ def pytorch_ddp(
             "annotations": {labels.EXCLUSIVE_TOPOLOGY: exclusive_topology}
         }
     jobset["spec"]["replicatedJobs"] = [template]
-    return JobSet.model_validate(jobset)
+    return _finish(jobset, checkpoint_dir, checkpoint_volume, checkpoint_claim, inject_env)
 
 
 def jax_multislice(
@@ -337,6 +375,10 @@ def jax_multislice(
     jobset_annotations: Mapping[str, str] | None = None,
     suspend: bool | None = None,
     ttl_seconds_after_finished: int | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_volume: str | Mapping[str, Any] | None = None,
+    checkpoint_claim: Mapping[str, Any] | None = None,
+    inject_env: bool = True,
 ) -> JobSet:
     """JAX across ``slices`` slices: one child Job per slice, each alone in its topology domain.
 
@@ -378,6 +420,14 @@ def jax_multislice(
         jobset_annotations: Annotations of the JobSet.
         suspend: ``spec.suspend``.
         ttl_seconds_after_finished: Delete the JobSet that long after it finished.
+        checkpoint_dir: Where the program keeps its checkpoints (an absolute path): exported
+            as ``CHECKPOINT_DIR`` to every container, the mount path of the checkpoint volume.
+        checkpoint_volume: What is mounted at ``checkpoint_dir``: the name of an existing
+            PersistentVolumeClaim, or a volume source (``{"nfs": {...}}``, ``{"csi": ...}``).
+        checkpoint_claim: A PersistentVolumeClaim spec for a claim of the JobSet's own
+            (``volumeClaimPolicies``: created with it, kept through its restarts, deleted with
+            it; controller backend only), mounted at ``checkpoint_dir``.
+        inject_env: Give every container the workload's variables (:mod:`jobset_core.workload`).
 
     Returns:
         The JobSet.
@@ -392,6 +442,7 @@ def jax_multislice(
         (2, 4)
     """
     _at_least(1, slices=slices, hosts_per_slice=hosts_per_slice)
+    _check_checkpoint(checkpoint_dir, checkpoint_volume, checkpoint_claim)
     jobset = _jobset(
         name,
         namespace=namespace,
@@ -436,11 +487,65 @@ def jax_multislice(
     if node_selector:
         template["template"]["spec"]["template"]["spec"]["nodeSelector"] = dict(node_selector)
     jobset["spec"]["replicatedJobs"] = [template]
-    return JobSet.model_validate(jobset)
+    return _finish(jobset, checkpoint_dir, checkpoint_volume, checkpoint_claim, inject_env)
 
 
 # --------------------------------------------------------------------------------------------
 # Shared pieces (plain API-shaped data; the builders validate the result into a JobSet).
+
+
+def _check_checkpoint(
+    directory: str | None,
+    volume: str | Mapping[str, Any] | None,
+    claim: Mapping[str, Any] | None,
+) -> None:
+    if directory is None:
+        if volume is not None or claim is not None:
+            raise ValueError("checkpoint_volume and checkpoint_claim need a checkpoint_dir")
+        return
+    if not isinstance(directory, str) or not directory.startswith("/"):
+        raise ValueError(f"checkpoint_dir must be an absolute path, not {directory!r}")
+    if volume is not None and claim is not None:
+        raise ValueError("give checkpoint_volume or checkpoint_claim, not both")
+    if isinstance(volume, str) and not volume:
+        raise ValueError("checkpoint_volume must name a PersistentVolumeClaim")
+    if volume is not None and not isinstance(volume, (str, Mapping)):
+        raise ValueError(
+            "checkpoint_volume must be a claim name or a volume source mapping, "
+            f"not {type(volume).__name__}"
+        )
+    if isinstance(volume, Mapping) and "name" in volume:
+        raise ValueError("checkpoint_volume is a volume source: its name is always 'checkpoints'")
+
+
+def _finish(
+    jobset: dict[str, Any],
+    checkpoint_dir: str | None,
+    volume: str | Mapping[str, Any] | None,
+    claim: Mapping[str, Any] | None,
+    inject_env: bool,
+) -> JobSet:
+    """The JobSet with its checkpoint directory and the workload's variables."""
+    if checkpoint_dir is not None:
+        for rjob in jobset["spec"]["replicatedJobs"]:
+            pod = rjob["template"]["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                container["env"].append(_env(CHECKPOINT_ENV, checkpoint_dir))
+                if volume is not None or claim is not None:
+                    mount = {"name": CHECKPOINT_VOLUME, "mountPath": checkpoint_dir}
+                    container.setdefault("volumeMounts", []).append(mount)
+            if volume is not None:
+                source = (
+                    {"persistentVolumeClaim": {"claimName": volume}}
+                    if isinstance(volume, str)
+                    else dict(volume)
+                )
+                pod.setdefault("volumes", []).append({"name": CHECKPOINT_VOLUME, **source})
+        if claim is not None:
+            template = {"metadata": {"name": CHECKPOINT_VOLUME}, "spec": dict(claim)}
+            jobset["spec"]["volumeClaimPolicies"] = [{"templates": [template]}]
+    built = JobSet.model_validate(jobset)
+    return inject_workload_env(built) if inject_env else built
 
 
 def _at_least(minimum: int, **values: int) -> None:

@@ -13,6 +13,7 @@ exit of a KFP step); the core never exits the process and never raises framework
     ├── Unreachable          no answer: the API server could not be reached, a stream broke
     ├── RunEnded             how a wait ended when it did not complete (carries the Verdict)
     │   ├── JobSetFailed     the JobSet reached ``Failed`` (FailJobSet, ReachedMaxRestarts...)
+    │   │   └── PodsCannotStart  its pods cannot start (wrong image, missing Secret, crash loop)
     │   ├── JobSetRestarting the JobSet restarted and the caller asked to be told
     │   ├── WaitTimeout      the deadline passed before the JobSet reached a terminal state
     │   ├── CreationFailed   the controller cannot create a child object (JobCreationFailed...)
@@ -56,6 +57,7 @@ __all__ = [
     "JobSetRestarting",
     "NotAnAnchor",
     "NotFound",
+    "PodsCannotStart",
     "Problem",
     "RunEnded",
     "ServerError",
@@ -177,6 +179,18 @@ class RunEnded(JobSetError):
 
 class JobSetFailed(RunEnded):
     """The JobSet reached ``Failed`` (a ``FailJobSet`` rule, ``ReachedMaxRestarts``...)."""
+
+
+class PodsCannotStart(JobSetFailed):
+    """The run's pods cannot start, and the pod start rules say the run has failed: a waiting
+    reason such as ``ErrImagePull`` or ``CreateContainerConfigError`` lasted past its grace
+    period, a pod stayed unschedulable past its pending timeout, or a container kept
+    crash-looping (:mod:`jobset_core.policy.pod_start`).
+
+    A :class:`JobSetFailed` (never retried), although the JobSet itself is not ``Failed``:
+    its outcome reason is :data:`~jobset_core.outcome.PODS_CANNOT_START`, and the message
+    names the pod, the container, the reason and message, and the pod's last Events.
+    """
 
 
 class JobSetRestarting(RunEnded):

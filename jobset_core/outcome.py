@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "MAX_RESULT_BYTES",
+    "PODS_CANNOT_START",
     "Backend",
     "Outcome",
     "Phase",
@@ -21,10 +23,23 @@ __all__ = [
     "ReplicatedJobCounts",
     "TerminalState",
     "decode_result",
+    "result_problem",
 ]
 
 Backend = Literal["controller", "native"]
 TerminalState = Literal["Completed", "Failed"]
+
+#: The outcome reason of a run that failed because its pods cannot start (a wrong image, a
+#: missing Secret or ConfigMap, a crash loop, no node that fits), as decided by the core's pod
+#: start rules (:mod:`jobset_core.policy.pod_start`). The JobSet itself never fails for that:
+#: this reason tells such a run apart from one whose JobSet reached ``Failed``.
+PODS_CANNOT_START = "PodsCannotStart"
+
+#: The most of a container's termination message the kubelet keeps (bytes): of a longer
+#: message it keeps the last 4 KiB (it reads the file's tail,
+#: ``kubecontainer.MaxContainerTerminationMessageLength``; a pod with many containers gets less
+#: each, 12 KiB in all).
+MAX_RESULT_BYTES = 4096
 
 
 class Phase(str, Enum):
@@ -62,7 +77,9 @@ class ReplicatedJobCounts(_Frozen):
 class Progress(_Frozen):
     """One observed change of a running JobSet (one line of progress for a user)."""
 
-    kind: Literal["created", "adopted", "status", "restarting", "creation-failed", "deleted"]
+    kind: Literal[
+        "created", "adopted", "status", "restarting", "creation-failed", "cannot-start", "deleted"
+    ]
     phase: Phase
     restarts: int = 0
     replicated_jobs: tuple[ReplicatedJobCounts, ...] = ()
@@ -118,3 +135,33 @@ def decode_result(message: str | None) -> Any:
         return json.loads(message)
     except ValueError:
         return message
+
+
+def result_problem(message: str | None, container: str = "") -> str:
+    """What is wrong with a termination message as a result, in words (``""``: nothing).
+
+    A message of :data:`MAX_RESULT_BYTES` or more was most likely cut by the kubelet (it keeps
+    the last 4 KiB of each container's message); a message that is not JSON is returned as its
+    text, which a downstream step expecting a JSON value should hear about.
+    """
+    if not message:
+        return ""
+    who = f"container {container}'s termination message" if container else "termination message"
+    size = len(message.encode("utf-8"))
+    try:
+        json.loads(message)
+    except ValueError:
+        if size >= MAX_RESULT_BYTES:
+            return (
+                f"the result ({who}) is {size} bytes, the kubelet's limit of "
+                f"{MAX_RESULT_BYTES}: the kubelet kept only its last {MAX_RESULT_BYTES} bytes, "
+                "which are not valid JSON; the result is that text. Keep results under 4 KiB: "
+                "write large outputs to storage and return their location"
+            )
+        return f"the result ({who}) is not JSON: it is returned as text ({size} bytes)"
+    if size >= MAX_RESULT_BYTES:
+        return (
+            f"the result ({who}) is {size} bytes, the kubelet's limit of {MAX_RESULT_BYTES}: "
+            "a longer result would have been cut"
+        )
+    return ""

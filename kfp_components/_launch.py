@@ -23,6 +23,7 @@ from jobset_core.lifecycle import (
     DeletePolicy,
     Handle,
     LogLine,
+    LogOptions,
     LogTarget,
     Submission,
     WaitRules,
@@ -30,6 +31,7 @@ from jobset_core.lifecycle import (
 )
 from jobset_core.models import JobSet
 from jobset_core.outcome import Outcome
+from jobset_core.policy.pod_start import PodStartRules
 from jobset_core.resources import JOB
 from kfp_components._identity import name_as_prefix
 from kfp_components._metrics import metric_values, replicated_job_durations
@@ -37,7 +39,7 @@ from kfp_components._metrics import metric_values, replicated_job_durations
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Run
 
-__all__ = ["LaunchRequest", "LaunchResult", "LogTarget", "Terminated", "launch"]
+__all__ = ["LaunchRequest", "LaunchResult", "LogOptions", "LogTarget", "Terminated", "launch"]
 
 Say = Callable[[str], None]
 
@@ -65,7 +67,9 @@ class LaunchRequest:
         backend: ``auto``, ``controller`` or ``native``.
         timeout: Seconds to wait for a terminal state (``None``: no limit).
         delete_policy: When to delete the JobSet (SIGTERM always deletes).
-        logs: Follow this pod's log while waiting (``None``: do not).
+        logs: Follow these pods' logs while waiting (``None``: do not).
+        pod_start: When pods that cannot start fail the step.
+        inject_env: Give every container the workload's variables (``JOBSET_RESTART_ATTEMPT``...).
     """
 
     jobset: JobSet
@@ -74,7 +78,9 @@ class LaunchRequest:
     backend: str = "auto"
     timeout: float | None = None
     delete_policy: DeletePolicy = "on_timeout"
-    logs: LogTarget | None = None
+    logs: LogOptions | None = None
+    pod_start: PodStartRules = field(default_factory=PodStartRules)
+    inject_env: bool = True
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,6 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
     """
     jobset = name_as_prefix(request.jobset)
     current: list[Handle] = []
-    who = request.logs.replicated_job or "coordinator" if request.logs else ""
 
     def submitted(submission: Submission) -> None:
         handle = submission.handle
@@ -124,7 +129,7 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
         say(f"JobSet {handle.namespace}/{handle.name} {verb}; uid {handle.uid}; {handle.backend}")
 
     def log(line: LogLine) -> None:
-        say(f"[{who}] {line.text}")
+        say(line.shown())
 
     deadline = None if request.timeout is None else time.time() + request.timeout
     try:
@@ -134,8 +139,11 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
                 namespace=request.namespace,
                 identity=request.identity,
                 backend=request.backend,
+                inject_env=request.inject_env,
                 deadline=deadline,
-                rules=WaitRules(on_restart="continue", budget=request.timeout),
+                rules=WaitRules(
+                    on_restart="continue", budget=request.timeout, pod_start=request.pod_start
+                ),
                 delete_policy=request.delete_policy,
                 cancel_on_kill=True,
                 pod_log_lines=30,

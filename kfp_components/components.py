@@ -94,6 +94,15 @@ def launch_jobset(
     log_replicated_job: str = "",
     log_job_index: int = 0,
     log_pod_index: int = 0,
+    log_pods: str = "coordinator",
+    log_container: str = "",
+    log_max_pods: int = 8,
+    log_max_bytes_per_second: int = 65536,
+    log_max_bytes: int = 16777216,
+    start_grace_seconds: float = 120.0,
+    pending_timeout_seconds: float = -1.0,
+    crash_loop_restarts: int = 0,
+    inject_env: bool = True,
     task_config_replicated_jobs: Optional[list] = None,  # noqa: UP045
     run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
     task_name: str = dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
@@ -130,11 +139,27 @@ def launch_jobset(
         delete_policy: ``on_timeout`` (delete a JobSet the step gave up on), ``never``,
             ``on_success`` (also after completion; failed ones are kept to debug) or
             ``always``. A terminated run always deletes.
-        follow_logs: Print one pod's log while waiting.
-        log_replicated_job: Whose log (default: the coordinator, else the first replicated
-            job).
+        follow_logs: Print pod logs while waiting (``log_pods``), each line prefixed with its
+            pod.
+        log_replicated_job: With ``log_pods="coordinator"``: whose log (default: the
+            coordinator, else the first replicated job).
         log_job_index: Job index of that pod.
         log_pod_index: Pod (completion) index of that pod.
+        log_pods: ``coordinator``, ``leaders`` (pod 0 of job 0 of each replicated job),
+            ``all`` or a label selector.
+        log_container: Only this container's log (default: every container).
+        log_max_pods: Pods followed at most.
+        log_max_bytes_per_second: Lines above this rate are left out and counted (0: no
+            limit).
+        log_max_bytes: Bytes printed in all, then a "truncated" line (0: no limit).
+        start_grace_seconds: Fail the step when a container waits with ``ErrImagePull``,
+            ``CreateContainerConfigError``... longer than this (0: at once; -1: never).
+        pending_timeout_seconds: Fail the step when a pod stays unschedulable this long
+            (-1: never).
+        crash_loop_restarts: Fail the step when a crash-looping container restarted this
+            often (0: never).
+        inject_env: Give every container ``JOBSET_NAME``, ``JOBSET_REPLICATED_JOB``,
+            ``JOBSET_JOB_INDEX``, ``JOBSET_POD_INDEX`` and ``JOBSET_RESTART_ATTEMPT``.
         task_config_replicated_jobs: Copy the task's settings onto these replicated jobs only
             (default: all).
         run_id: The pipeline run (filled in with ``dsl.PIPELINE_JOB_ID_PLACEHOLDER``).
@@ -146,7 +171,7 @@ def launch_jobset(
         coordinator's termination message as JSON; a non-object wrapped as
         ``{"value": ...}``) and backend.
     """
-    from kfp_components.launcher import launch_step
+    from kfp_components.launcher import WaitInputs, launch_step
 
     return launch_step(
         jobset=jobset,
@@ -165,6 +190,17 @@ def launch_jobset(
         task_name=task_name,
         task_id=task_id,
         metrics=metrics,
+        wait=WaitInputs(
+            log_pods=log_pods,
+            log_container=log_container,
+            log_max_pods=log_max_pods,
+            log_max_bytes_per_second=log_max_bytes_per_second,
+            log_max_bytes=log_max_bytes,
+            start_grace_seconds=start_grace_seconds,
+            pending_timeout_seconds=pending_timeout_seconds,
+            crash_loop_restarts=crash_loop_restarts,
+            inject_env=inject_env,
+        ),
     )
 
 

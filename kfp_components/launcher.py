@@ -14,6 +14,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, cast
 
@@ -31,9 +32,17 @@ from jobset_core.errors import (
     SpecError,
     WaitTimeout,
 )
-from jobset_core.lifecycle import DELETE_POLICIES, DeletePolicy, LogTarget
+from jobset_core.lifecycle import (
+    DELETE_POLICIES,
+    LOG_POD_CHOICES,
+    DeletePolicy,
+    LogOptions,
+    LogTarget,
+    check_selector,
+)
 from jobset_core.models import load_jobset, read_stream
-from jobset_core.naming import ensure_namespace
+from jobset_core.naming import dns1123_label_errors, ensure_namespace
+from jobset_core.policy.pod_start import PodStartRules
 from kfp_components._cleanup import CleanupResult, cleanup_run
 from kfp_components._identity import checked_run_id, kfp_identity
 from kfp_components._launch import LaunchRequest, LaunchResult, Terminated, launch
@@ -49,6 +58,7 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_TIMEOUT",
     "LaunchOutputs",
+    "WaitInputs",
     "check_launch_inputs",
     "cleanup_step",
     "exit_code",
@@ -152,6 +162,96 @@ def _count_input(value: Any, what: str) -> None:
         raise _invalid(what, f"must be >= 0, not {value}")
 
 
+@dataclass(frozen=True)
+class WaitInputs:
+    """The inputs of ``launch_jobset`` about logs, pods that cannot start and the workload's
+    variables (their defaults are the component's)."""
+
+    log_pods: str = "coordinator"
+    log_container: str = ""
+    log_max_pods: int = 8
+    log_max_bytes_per_second: int = 64 * 1024
+    log_max_bytes: int = 16 * 1024 * 1024
+    start_grace_seconds: float = 120
+    pending_timeout_seconds: float = -1
+    crash_loop_restarts: int = 0
+    inject_env: bool = True
+
+    def pod_start(self) -> PodStartRules:
+        """The pod start rules (checked: a bad input names itself).
+
+        Raises:
+            SpecError: naming the input.
+        """
+        for what, value in (
+            ("start_grace_seconds", self.start_grace_seconds),
+            ("pending_timeout_seconds", self.pending_timeout_seconds),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or (value < 0 and value != -1)
+            ):
+                raise _invalid(
+                    what, f"must be a number of seconds >= 0, or -1 (never), not {value!r}"
+                )
+        _count_input(self.crash_loop_restarts, "crash_loop_restarts")
+
+        def seconds(value: float) -> float | None:
+            return None if value == -1 else float(value)
+
+        return PodStartRules(
+            seconds(self.start_grace_seconds),
+            seconds(self.pending_timeout_seconds),
+            self.crash_loop_restarts or None,
+        )
+
+    def logs(self, target: LogTarget) -> LogOptions:
+        """The log options (checked).
+
+        Raises:
+            SpecError: naming the input.
+        """
+        if not isinstance(self.log_pods, str):
+            raise _invalid("log_pods", f"must be a string, not {self.log_pods!r}")
+        if self.log_pods not in LOG_POD_CHOICES:
+            try:
+                check_selector(self.log_pods)
+            except ValueError as err:
+                raise _invalid("log_pods", str(err)) from None
+        if not isinstance(self.log_container, str):
+            raise _invalid("log_container", f"must be a string, not {self.log_container!r}")
+        if self.log_container and dns1123_label_errors(self.log_container):
+            raise _invalid(
+                "log_container",
+                f"not a container name: {'; '.join(dns1123_label_errors(self.log_container))}",
+            )
+        _count_input(self.log_max_pods, "log_max_pods")
+        if self.log_max_pods < 1:
+            raise _invalid("log_max_pods", f"must be >= 1, not {self.log_max_pods}")
+        _count_input(self.log_max_bytes_per_second, "log_max_bytes_per_second")
+        _count_input(self.log_max_bytes, "log_max_bytes")
+        return LogOptions(
+            pods=self.log_pods,
+            container=self.log_container or None,
+            target=target,
+            max_pods=self.log_max_pods,
+            max_bytes_per_second=self.log_max_bytes_per_second or None,
+            max_bytes=self.log_max_bytes or None,
+        )
+
+    def checked_inject_env(self) -> bool:
+        """``inject_env``, checked.
+
+        Raises:
+            SpecError: not a bool.
+        """
+        if not isinstance(self.inject_env, bool):
+            raise _invalid("inject_env", f"must be true or false, not {self.inject_env!r}")
+        return self.inject_env
+
+
 def check_launch_inputs(
     *,
     jobset: Any,
@@ -212,7 +312,9 @@ def _run_launch(
     backend: str,
     timeout_seconds: float,
     delete_policy: str,
-    logs: LogTarget | None,
+    logs: LogOptions | None,
+    pod_start: PodStartRules,
+    inject_env: bool,
     task_config: Any,
     task_config_replicated_jobs: Sequence[str],
     identity: Mapping[str, str],
@@ -231,6 +333,8 @@ def _run_launch(
         timeout=timeout_seconds if timeout_seconds > 0 else None,
         delete_policy=policy,
         logs=logs,
+        pod_start=pod_start,
+        inject_env=inject_env,
     )
 
     async def main() -> LaunchResult:
@@ -266,8 +370,10 @@ def launch_step(
     task_name: str,
     task_id: str,
     metrics: Any,
+    wait: WaitInputs | None = None,
 ) -> LaunchOutputs:
-    """The body of the ``launch_jobset`` component (see its docstring for the arguments).
+    """The body of the ``launch_jobset`` component (see its docstring for the arguments;
+    ``wait``: the inputs about logs, pods that cannot start and the workload's variables).
 
     Logs each metric on ``metrics`` (a KFP ``Metrics`` artifact) and returns the outputs; on
     any failure prints the reason and exits non-zero (:func:`exit_code`).
@@ -286,10 +392,11 @@ def launch_step(
             log_pod_index=log_pod_index,
             task_config_replicated_jobs=task_config_replicated_jobs,
         )
+        wait = wait or WaitInputs()
+        target = LogTarget(log_replicated_job or None, log_job_index, log_pod_index)
+        logs = wait.logs(target) if follow_logs else None
+        pod_start, inject_env = wait.pod_start(), wait.checked_inject_env()
         identity = kfp_identity(run_id, task_name, task_id)
-        logs = None
-        if follow_logs:
-            logs = LogTarget(log_replicated_job or None, log_job_index, log_pod_index)
         result = _run_launch(
             jobset=from_struct(jobset_dict) if jobset_dict else jobset,
             namespace=namespace,
@@ -297,6 +404,8 @@ def launch_step(
             timeout_seconds=timeout_seconds,
             delete_policy=delete_policy,
             logs=logs,
+            pod_start=pod_start,
+            inject_env=inject_env,
             task_config=task_config,
             task_config_replicated_jobs=task_config_replicated_jobs or (),
             identity=identity,
@@ -359,6 +468,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout-seconds", type=float, default=0)
     run.add_argument("--delete-policy", default="on_timeout", choices=DELETE_POLICIES)
     run.add_argument("--follow-logs", action="store_true")
+    run.add_argument("--log-pods", default="coordinator")
+    run.add_argument("--log-container", default="")
+    run.add_argument("--start-grace-seconds", type=float, default=120)
+    run.add_argument("--pending-timeout-seconds", type=float, default=-1)
+    run.add_argument("--crash-loop-restarts", type=int, default=0)
+    run.add_argument("--no-inject-env", dest="inject_env", action="store_false")
     run.add_argument("--run-id", required=True)
     run.add_argument("--task-name", required=True)
     run.add_argument("--task-id", required=True)
@@ -405,6 +520,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         task_name=args.task_name,
         task_id=args.task_id,
         metrics=metrics,
+        wait=WaitInputs(
+            log_pods=args.log_pods,
+            log_container=args.log_container,
+            start_grace_seconds=args.start_grace_seconds,
+            pending_timeout_seconds=args.pending_timeout_seconds,
+            crash_loop_restarts=args.crash_loop_restarts,
+            inject_env=args.inject_env,
+        ),
     )
     if args.outputs:
         document = {"outputs": outputs._asdict(), "metrics": metrics.values}

@@ -116,9 +116,12 @@ class BackendProtocol(Protocol):
         namespace: str,
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
+        inject_env: bool = True,
     ) -> Submission:
         """Create the run, or adopt the existing one when its identity labels (and UID, when
-        given) match; raise ``IdentityMismatch`` otherwise. Never creates a duplicate."""
+        given) match; raise ``IdentityMismatch`` otherwise. Never creates a duplicate. With
+        ``inject_env``, the created JobSet carries the workload's variables
+        (:func:`jobset_core.workload.inject_workload_env`)."""
         ...
 
     async def attach(

@@ -68,6 +68,7 @@ __all__ = [
     "spec_fingerprint",
     "stamp_identity",
     "status_document",
+    "termination_message",
     "termination_result",
 ]
 
@@ -607,9 +608,9 @@ def _container_order(pod: Mapping[str, Any]) -> list[str]:
     return [str(c.get("name")) for c in containers or [] if isinstance(c, Mapping)]
 
 
-def termination_result(pod: Mapping[str, Any] | None) -> Any:
-    """The run's result: the termination message of the pod's first container (spec order)
-    that left one, JSON-decoded when it parses; ``None`` without a message."""
+def termination_message(pod: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """The pod's first container (spec order) that left a termination message, and the
+    message as the kubelet kept it; ``None`` without one."""
     if pod is None:
         return None
     messages: dict[str, str] = {}
@@ -620,8 +621,15 @@ def termination_result(pod: Mapping[str, Any] | None) -> Any:
     order = _container_order(pod) or sorted(messages)
     for name in order:
         if name in messages:
-            return decode_result(messages[name])
+            return name, messages[name]
     return None
+
+
+def termination_result(pod: Mapping[str, Any] | None) -> Any:
+    """The run's result: the termination message of the pod's first container (spec order)
+    that left one, JSON-decoded when it parses; ``None`` without a message."""
+    found = termination_message(pod)
+    return decode_result(found[1]) if found is not None else None
 
 
 def _failed(pod: Mapping[str, Any]) -> bool:

@@ -20,6 +20,7 @@ from jobset_core.models import JobSet
 from jobset_core.outcome import Backend
 from jobset_core.resources import JOB, POD, SERVICE, ApiResource
 from jobset_core.validation import ensure_valid
+from jobset_core.workload import inject_workload_env
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
@@ -83,9 +84,11 @@ class RunObjectBackend:
         namespace: str,
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
+        inject_env: bool = True,
     ) -> Submission:
-        """Validate, then create the run object with its identity labels, or adopt the
-        existing one when its identity labels (and UID, when given) match.
+        """Validate, then create the run object with its identity labels (and, with
+        ``inject_env``, the workload's variables in every container), or adopt the existing one
+        when its identity labels (and UID, when given) match.
 
         Raises:
             SpecError: the JobSet is invalid, or uses what the backend cannot do (nothing
@@ -93,6 +96,8 @@ class RunObjectBackend:
             IdentityMismatch: an object of that name exists but is not this run's.
         """
         named, marks = common.stamp_identity(jobset, namespace, identity)
+        if inject_env:
+            named = inject_workload_env(named)
         if self._validate:
             ensure_valid(named, feature_gates=self._gates)
         self._check_supported(named)

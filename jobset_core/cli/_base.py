@@ -21,9 +21,13 @@ __all__ = [
     "EXIT_USAGE",
     "Command",
     "Streams",
+    "container_name_argument",
     "jobset_name_argument",
+    "log_pods_argument",
     "namespace_argument",
     "non_negative_argument",
+    "positive_argument",
+    "seconds_argument",
 ]
 
 #: ``validate`` / ``render``: success, invalid input, usage error.
@@ -96,3 +100,44 @@ def non_negative_argument(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+def positive_argument(text: str) -> int:
+    """A whole number >= 1."""
+    value = non_negative_argument(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def seconds_argument(text: str) -> float:
+    """A finite number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
+def log_pods_argument(text: str) -> str:
+    """``--log-pods``: ``coordinator``, ``leaders``, ``all`` or a label selector."""
+    from jobset_core.lifecycle import LOG_POD_CHOICES, check_selector
+
+    if text in LOG_POD_CHOICES:
+        return text
+    try:
+        return check_selector(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def container_name_argument(text: str) -> str:
+    """A container name (an RFC 1123 label)."""
+    from jobset_core.naming import dns1123_label_errors
+
+    errors = dns1123_label_errors(text)
+    if errors:
+        raise argparse.ArgumentTypeError(f"not a container name: {'; '.join(errors)}")
+    return text

@@ -41,16 +41,21 @@ from jobset_core.cli._base import (
     EXIT_TIMEOUT,
     Command,
     Streams,
+    container_name_argument,
     jobset_name_argument,
+    log_pods_argument,
     namespace_argument,
     non_negative_argument,
+    positive_argument,
+    seconds_argument,
 )
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Handle, LogLine, Run, Verdict
+    from jobset_core.lifecycle import Handle, LogLine, LogOptions, Run, Verdict
     from jobset_core.models import JobSet
     from jobset_core.outcome import Outcome
+    from jobset_core.policy.pod_start import PodStartRules
 
 __all__ = ["CLUSTER_COMMANDS"]
 
@@ -161,7 +166,15 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, metavar="S", help="give up waiting after S seconds (exit 3)"
     )
     parser.add_argument(
-        "--follow-logs", action="store_true", help="stream the coordinator's (or first) pod log"
+        "--follow-logs", action="store_true", help="stream pod logs while waiting (--log-pods)"
+    )
+    _add_log_options(parser)
+    _add_pod_start_options(parser)
+    parser.add_argument(
+        "--no-inject-env",
+        dest="inject_env",
+        action="store_false",
+        help="do not give the containers JOBSET_NAME, JOBSET_RESTART_ATTEMPT... (Downward API)",
     )
     parser.add_argument(
         "--delete-policy",
@@ -177,6 +190,85 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="an identity label of this run (repeatable; default: a hash of name and spec)",
     )
+
+
+def _add_log_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("logs (with --follow-logs)")
+    group.add_argument(
+        "--log-pods",
+        default="coordinator",
+        type=log_pods_argument,
+        metavar="WHICH",
+        help="coordinator (default), leaders (pod 0 of each replicated job), all, or a label "
+        "selector",
+    )
+    group.add_argument(
+        "--log-container",
+        type=container_name_argument,
+        metavar="NAME",
+        help="only this container's log (default: every container of a pod)",
+    )
+    group.add_argument(
+        "--log-max-pods", type=positive_argument, default=8, metavar="N", help="default 8"
+    )
+    group.add_argument(
+        "--log-max-bytes-per-second",
+        type=non_negative_argument,
+        default=64 * 1024,
+        metavar="B",
+        help="lines above this rate are left out and counted (default 65536; 0: no limit)",
+    )
+    group.add_argument(
+        "--log-max-bytes",
+        type=non_negative_argument,
+        default=16 * 1024 * 1024,
+        metavar="B",
+        help="stop following after B bytes, saying so (default 16 MiB; 0: no limit)",
+    )
+
+
+def _add_pod_start_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pods that cannot start")
+    group.add_argument(
+        "--start-grace",
+        type=seconds_argument,
+        default=120.0,
+        metavar="S",
+        help="fail the run when a container waits with ErrImagePull, "
+        "CreateContainerConfigError... for longer than S seconds (default 120; 0: at once)",
+    )
+    group.add_argument(
+        "--pending-timeout",
+        type=seconds_argument,
+        metavar="S",
+        help="fail the run when a pod stays unschedulable for S seconds (default: never)",
+    )
+    group.add_argument(
+        "--crash-loop-restarts",
+        type=positive_argument,
+        metavar="N",
+        help="fail the run when a crash-looping container restarted N times (default: never)",
+    )
+
+
+def _log_options(args: argparse.Namespace) -> LogOptions | None:
+    from jobset_core.lifecycle import LogOptions
+
+    if not args.follow_logs:
+        return None
+    return LogOptions(
+        pods=args.log_pods,
+        container=args.log_container,
+        max_pods=args.log_max_pods,
+        max_bytes_per_second=args.log_max_bytes_per_second or None,
+        max_bytes=args.log_max_bytes or None,
+    )
+
+
+def _pod_start_rules(args: argparse.Namespace) -> PodStartRules:
+    from jobset_core.policy.pod_start import PodStartRules
+
+    return PodStartRules(args.start_grace, args.pending_timeout, args.crash_loop_restarts)
 
 
 def _load_one(file: str, streams: Streams) -> JobSet:
@@ -230,7 +322,7 @@ def _summary(outcome: Outcome) -> list[str]:
 
 async def _run(args: argparse.Namespace, streams: Streams) -> int:
     from jobset_core.backends import Submission
-    from jobset_core.lifecycle import LogTarget, WaitRules
+    from jobset_core.lifecycle import WaitRules
 
     jobset = _load_one(args.file, streams)
     namespace = args.namespace or jobset.metadata.namespace or "default"
@@ -245,7 +337,7 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
         )
 
     def log(line: LogLine) -> None:
-        _say(streams.out, f"log: {line.text}")
+        _say(streams.out, f"log: {line.shown()}")
 
     def judged(verdict: Verdict) -> None:  # said at once: the finish may take a while
         if verdict.kind in ("completed", "failed"):
@@ -260,14 +352,15 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
             namespace=namespace,
             identity=identity,
             backend=args.backend,
+            inject_env=args.inject_env,
             deadline=deadline,
-            rules=WaitRules(budget=args.timeout),
+            rules=WaitRules(budget=args.timeout, pod_start=_pod_start_rules(args)),
             delete_policy=args.delete_policy,
             cancel_on_kill=False,  # a killed jobsetctl leaves the run: run it again to adopt
             pod_log_lines=20,
             on_submit=submitted,
             on_progress=lambda p: _say(streams.out, p.line()),
-            logs=LogTarget() if args.follow_logs else None,
+            logs=_log_options(args),
             on_log=log,
             on_verdict=judged,
         )

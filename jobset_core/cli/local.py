@@ -195,12 +195,20 @@ def _configure_render(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"refuse to render more than N child Jobs (default {MAX_RENDERED_JOBS})",
     )
+    parser.add_argument(
+        "--no-inject-env",
+        dest="inject_env",
+        action="store_false",
+        help="render without JOBSET_NAME, JOBSET_RESTART_ATTEMPT... in the containers (what "
+        "jobsetctl run --no-inject-env and inject_env=False submit)",
+    )
     _add_check_options(parser)
 
 
 def _run_render(args: argparse.Namespace, streams: Streams) -> int:
     from jobset_core.models import dump_yaml
     from jobset_core.render import render
+    from jobset_core.workload import inject_workload_env
 
     jobsets, problems = _load(args.file, streams, args.allow_unknown_fields)
     if not problems and len(jobsets) != 1:
@@ -216,6 +224,8 @@ def _run_render(args: argparse.Namespace, streams: Streams) -> int:
     rendered = None
     if not problems:
         (jobset,) = jobsets
+        if args.inject_env:  # as every way of running submits it
+            jobset = inject_workload_env(jobset)
         namespace = args.namespace or jobset.metadata.namespace or "default"
         try:
             rendered = render(

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from jobset_core.backends._base import BackendChoice, Handle, Submission
 from jobset_core.lifecycle._judge import Judge, Step, WaitRules
-from jobset_core.lifecycle._logs import LogLine, LogSink, LogTarget
+from jobset_core.lifecycle._log_plan import (
+    LOG_POD_CHOICES,
+    LogLine,
+    LogOptions,
+    LogTarget,
+    check_selector,
+)
+from jobset_core.lifecycle._logs import LogSink
 from jobset_core.lifecycle._run import Finished, ProgressCallback, Run
 from jobset_core.lifecycle.verdict import (
     DELETE_POLICIES,
@@ -25,12 +32,14 @@ from jobset_core.lifecycle.verdict import (
 
 __all__ = [
     "DELETE_POLICIES",
+    "LOG_POD_CHOICES",
     "BackendChoice",
     "DeletePolicy",
     "Finished",
     "Handle",
     "Judge",
     "LogLine",
+    "LogOptions",
     "LogSink",
     "LogTarget",
     "ProgressCallback",
@@ -40,6 +49,7 @@ __all__ = [
     "Verdict",
     "VerdictKind",
     "WaitRules",
+    "check_selector",
     "error_for",
     "should_delete",
 ]

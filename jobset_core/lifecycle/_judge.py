@@ -4,14 +4,17 @@
 sensor, the KFP step and ``jobsetctl run`` all feed it the observer's
 :class:`~jobset_core.observe.Observation` of their run and act on what it says. It reads the
 JobSet (for a native run, the JobSet kept on its anchor) through the core's outcome rules, the
-run's Warning Events for children that cannot be created, its pods for the result, and its
-Jobs for why an attempt failed. Nothing here performs I/O or reads a clock.
+run's Warning Events for children that cannot be created, its pods for the result and for pods
+that cannot start (:mod:`jobset_core.policy.pod_start`), and its Jobs for why an attempt
+failed. Nothing here performs I/O or reads a clock: a time-dependent decision (a start failure
+outlasting its grace period) takes the time it is judged at from the caller, and says when it
+should be judged again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jobset_core.backends import _common as common
@@ -21,9 +24,18 @@ from jobset_core.errors import JobSetError
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
 from jobset_core.models import JobSet
 from jobset_core.observe._store import Observation
-from jobset_core.outcome import Outcome, Phase, Progress
+from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
+from jobset_core.policy.pod_start import (
+    PodStartCheck,
+    PodStartRules,
+    SeenKey,
+    StartProblem,
+    check_pod_starts,
+    describe_failure,
+    describe_problem,
+)
 
-__all__ = ["Judge", "Step", "WaitRules", "head_jobset", "run_result"]
+__all__ = ["Judge", "Step", "WaitRules", "head_jobset", "result_note", "run_result"]
 
 OnRestart = Literal["continue", "return"]
 
@@ -41,21 +53,33 @@ class WaitRules:
         budget: The timeout the caller was given, in seconds (a deferred wait starts after
             part of it was spent): what a ``timeout`` verdict says. Default: how long this
             wait lasted.
+        pod_start: When pods that cannot start fail the run (verdict ``failed`` with the
+            reason :data:`~jobset_core.outcome.PODS_CANNOT_START`).
     """
 
     on_restart: OnRestart = "continue"
     until: frozenset[Phase] = frozenset()
     baseline_restarts: int | None = None
     budget: float | None = None
+    pod_start: PodStartRules = field(default_factory=PodStartRules)
 
 
 @dataclass(frozen=True)
 class Step:
     """What one observation means: a progress event to report (``None``: nothing a user
-    sees changed) and, when the wait is over, its verdict."""
+    sees changed), further events (a pod that cannot start, seen for the first time), when
+    the wait is over its verdict, and when to judge again even if nothing changes
+    (``recheck_at``, epoch seconds: a start failure's grace period runs out then)."""
 
     progress: Progress | None = None
     verdict: Verdict | None = None
+    notices: tuple[Progress, ...] = ()
+    recheck_at: float | None = None
+
+    @property
+    def reports(self) -> tuple[Progress, ...]:
+        """Every progress event of this step, in order."""
+        return ((self.progress,) if self.progress is not None else ()) + self.notices
 
 
 def head_jobset(handle: Handle, observation: Observation) -> JobSet | None:
@@ -74,6 +98,23 @@ def run_result(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> Any:
     if target is None:
         return None
     return common.termination_result(common.choose_log_pod(pods, target))
+
+
+def result_note(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> str:
+    """What is wrong with the run's result, in words to append to a verdict's message (``""``:
+    nothing): a termination message at the kubelet's 4 KiB limit (cut there), or not JSON
+    (:func:`~jobset_core.outcome.result_problem`)."""
+    target = common.log_pod_target(jobset)
+    if target is None:
+        return ""
+    pod = common.choose_log_pod(pods, target)
+    found = common.termination_message(pod)
+    if pod is None or found is None:
+        return ""
+    container, message = found
+    problem = result_problem(message, container)
+    name = (pod.get("metadata") or {}).get("name")
+    return f"; pod {name}: {problem}" if problem else ""
 
 
 def _job_detail(observation: Observation, job: str | None) -> str:
@@ -98,6 +139,10 @@ class Judge:
             handle.backend, return_on_restart=self.rules.on_restart == "return"
         )
         self._tracker.baseline_restarts = self.rules.baseline_restarts
+        self._seen: Mapping[SeenKey, float] = {}
+        self._noticed: set[tuple[str, str | None, str]] = set()
+        #: The pod (and container) whose start failure gave the verdict, once it did.
+        self.start_failure: StartProblem | None = None
 
     @property
     def last(self) -> Outcome | None:
@@ -168,8 +213,9 @@ class Judge:
 
     # ------------------------------------------------------------------ one observation
 
-    def step(self, observation: Observation) -> Step:
-        """Judge one observation of the run."""
+    def step(self, observation: Observation, now: float | None = None) -> Step:
+        """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods
+        that cannot start are not judged)."""
         try:
             jobset = head_jobset(self.handle, observation)
         except JobSetError as error:  # an anchor that no longer parses
@@ -185,7 +231,7 @@ class Judge:
         if failure is not None:
             progress, verdict = self.creation_failed(*failure)
             return Step(progress, verdict)
-        return self._judge_state(observation, jobset)
+        return self._judge_state(observation, jobset, now)
 
     def _creation_failure(self, observation: Observation) -> tuple[str, str] | None:
         if self.handle.backend != "controller":
@@ -201,16 +247,17 @@ class Judge:
                 return failure
         return None
 
-    def _judge_state(self, observation: Observation, jobset: JobSet) -> Step:
+    def _judge_state(self, observation: Observation, jobset: JobSet, now: float | None) -> Step:
         step = self._tracker.observe(jobset)
         outcome = step.outcome
         if outcome.phase.terminal:
             result = run_result(jobset, observation.pods)
             outcome = outcome.model_copy(update={"result": result})
             kind: VerdictKind = "completed" if outcome.succeeded else "failed"
-            return Step(
-                step.progress, self.verdict(kind, outcome, outcome.reason, self._end(outcome))
-            )
+            message = self._end(outcome)
+            if result is not None:
+                message += result_note(jobset, observation.pods)
+            return Step(step.progress, self.verdict(kind, outcome, outcome.reason, message))
         if step.restarted:
             outcome = self._restart_outcome(observation, jobset, outcome)
             message = self._restart(outcome)
@@ -218,7 +265,63 @@ class Judge:
         if outcome.phase in self.rules.until:
             message = f"{self._what()} is {outcome.phase.value}"
             return Step(step.progress, self.verdict("reached", outcome, outcome.reason, message))
-        return Step(step.progress)
+        if now is None or outcome.phase is Phase.SUSPENDED:
+            return Step(step.progress)
+        return self._judge_pods(observation, outcome, step.progress, now)
+
+    def _judge_pods(
+        self, observation: Observation, outcome: Outcome, progress: Progress | None, now: float
+    ) -> Step:
+        """Pods of the current attempt that cannot start: a notice for each new one, and the
+        verdict once one is past its rule."""
+        check = check_pod_starts(
+            observation.pods,
+            observation.events,
+            self.rules.pod_start,
+            now=now,
+            attempt=outcome.restarts,
+            seen=self._seen,
+        )
+        self._seen = check.seen
+        notices = self._notices(check, outcome, now)
+        if not check.failed:
+            return Step(progress, notices=notices, recheck_at=check.recheck_at)
+        self.start_failure = check.failed[0]
+        message = describe_failure(check, now=now)
+        failed = outcome.model_copy(
+            update={
+                "phase": Phase.FAILED,
+                "terminal_state": "Failed",
+                "reason": PODS_CANNOT_START,
+                "message": message,
+                "failed_job": check.failed[0].job,
+            }
+        )
+        verdict = self.verdict("failed", failed, PODS_CANNOT_START, self._end(failed))
+        return Step(progress, verdict, notices)
+
+    def _notices(self, check: PodStartCheck, outcome: Outcome, now: float) -> tuple[Progress, ...]:
+        current = {p.key for p in check.problems}
+        self._noticed &= current  # a pod that recovered is told about again if it relapses
+        out: list[Progress] = []
+        for problem in check.problems:
+            if problem.key in self._noticed or problem.due <= now:
+                continue
+            self._noticed.add(problem.key)
+            left = problem.due - now
+            out.append(
+                Progress(
+                    kind="cannot-start",
+                    phase=outcome.phase,
+                    restarts=outcome.restarts,
+                    reason=problem.reason,
+                    message=(
+                        f"{describe_problem(problem, now=now)}; the run fails in "
+                        f"{round(left):d}s unless it starts"
+                    ),
+                )
+            )
+        return tuple(out)
 
     def _restart_outcome(
         self, observation: Observation, jobset: JobSet, outcome: Outcome

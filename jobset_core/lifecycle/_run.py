@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +38,22 @@ from jobset_core.errors import (
     Unreachable,
     WaitTimeout,
 )
-from jobset_core.lifecycle._judge import Judge, Step, WaitRules, head_jobset, run_result
+from jobset_core.lifecycle._judge import (
+    Judge,
+    Step,
+    WaitRules,
+    head_jobset,
+    result_note,
+    run_result,
+)
 from jobset_core.lifecycle._logs import (
-    FollowState,
+    FollowControl,
+    Follower,
+    LogOptions,
     LogSink,
     LogTarget,
+    RunCursorStore,
     failed_pod_logs,
-    follow_logs,
     read_log,
     run_follower,
     stop_follower,
@@ -68,9 +77,14 @@ _TRANSIENT = (Unreachable, ServerError, TooManyRequests)
 LOG_DRAIN_SECONDS = 10.0
 #: How long a finished run's waiter gives the observer to see the result's pod end (seconds).
 RESULT_GRACE = 15.0
+#: How long a run whose pods cannot start waits for the kubelet's Events about the pod to
+#: reach the observer, so its message can quote them (seconds; they come with the status).
+EVENTS_GRACE = 2.0
 #: How long a delete that must leave nothing behind waits for it (seconds).
 GONE_TIMEOUT = 120.0
 _GONE_POLL = 0.5
+#: Judge a little after a grace period ends rather than a little before (seconds).
+_RECHECK_SLACK = 0.05
 
 
 @dataclass(frozen=True)
@@ -146,9 +160,12 @@ class Run:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
         backend: BackendChoice | str = "auto",
+        inject_env: bool = True,
     ) -> Submission:
         """Create the run, or adopt the one with the same name and identity (a retried or
-        resumed task); the answer carries the first status.
+        resumed task); the answer carries the first status. With ``inject_env`` (default)
+        every container gets the workload's variables (``JOBSET_RESTART_ATTEMPT``...:
+        :mod:`jobset_core.workload`).
 
         A run that is being deleted (a timed-out try's) is waited for until it is gone, then
         created again. A created native run gets its first reconcile pass here, so its Jobs
@@ -160,13 +177,21 @@ class Run:
         """
         chosen = await self.choose(backend)
         submission = await chosen.submit(
-            jobset, namespace=namespace, identity=identity, expected_uid=expected_uid
+            jobset,
+            namespace=namespace,
+            identity=identity,
+            expected_uid=expected_uid,
+            inject_env=inject_env,
         )
         meta = submission.obj.get("metadata") or {}
         if not submission.created and meta.get("deletionTimestamp"):
             await self._wait_gone(chosen, submission.handle, GONE_TIMEOUT)
             submission = await chosen.submit(
-                jobset, namespace=namespace, identity=identity, expected_uid=None
+                jobset,
+                namespace=namespace,
+                identity=identity,
+                expected_uid=None,
+                inject_env=inject_env,
             )
         if submission.created and chosen.kind == "native":
             moved = await self._first_pass(chosen, submission)
@@ -239,7 +264,7 @@ class Run:
         deadline: float | None = None,
         rules: WaitRules | None = None,
         on_progress: ProgressCallback | None = None,
-        logs: LogTarget | None = None,
+        logs: LogOptions | None = None,
         on_log: LogSink | None = None,
         submission: Submission | None = None,
     ) -> Verdict:
@@ -248,9 +273,10 @@ class Run:
         Args:
             handle: The run.
             deadline: Epoch seconds after which the verdict is ``timeout``.
-            rules: What to wait for (restarts handed back, target phases).
+            rules: What to wait for (restarts handed back, target phases, pod start rules).
             on_progress: Called with each progress event.
-            logs: Follow this pod's log meanwhile (into ``on_log``).
+            logs: Follow these pods' logs meanwhile (into ``on_log``); with
+                :attr:`LogOptions.resume`, from where an earlier follower of the run stopped.
             on_log: Where log lines go.
             submission: The submit that made the run, when this process made it: its
                 answer seeds the observer (no extra request for the first status).
@@ -262,9 +288,9 @@ class Run:
         seeds = [submission.obj] if submission is not None and submission.obj else []
         target = backend.target(handle, since=since, seeds=seeds)
         async with self.observer.track(target) as tracked:
-            follower, state = None, FollowState()
+            follower, control = None, FollowControl()
             if logs is not None and on_log is not None:
-                follower = asyncio.create_task(self._follow(target, handle, logs, on_log, state))
+                follower = asyncio.create_task(self._follow(target, handle, logs, on_log, control))
             try:
                 verdict = await self._watch(
                     backend,
@@ -277,14 +303,23 @@ class Run:
                 )
             finally:
                 if follower is not None:
-                    await stop_follower(follower, state, LOG_DRAIN_SECONDS)
+                    await stop_follower(follower, control, LOG_DRAIN_SECONDS)
         return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
 
     async def _follow(
-        self, target: Any, handle: Handle, logs: LogTarget, sink: LogSink, state: FollowState
+        self,
+        target: Any,
+        handle: Handle,
+        logs: LogOptions,
+        sink: LogSink,
+        control: FollowControl,
     ) -> None:
+        store = RunCursorStore(self.client, handle) if logs.resume else None
         async with self.observer.track(target) as tracked:
-            await run_follower(self.client, tracked, handle, logs, sink=sink, state=state)
+            follower = Follower(
+                self.client, tracked, handle, logs, sink, control=control, store=store
+            )
+            await run_follower(follower)
 
     async def _watch(
         self,
@@ -330,33 +365,39 @@ class Run:
                 await backend.drive(
                     handle, tracked.observation(), create=False, remember=tracked.remember
                 )
-            step = judge.step(observation if moved.deleted else tracked.observation())
-            _report(on_progress, step.progress)
+            now = time.time()
+            step = judge.step(observation if moved.deleted else tracked.observation(), now)
+            for progress in step.reports:
+                _report(on_progress, progress)
             if step.verdict is not None and not _cleaning_up(handle, step.verdict, moved):
                 return await self._settle(
-                    backend, handle, tracked, step, moved=moved, deadline=deadline
+                    backend, handle, tracked, judge, step, moved=moved, deadline=deadline
                 )
             if moved.acted:
                 continue  # what the pass wrote is observed already: plan the next one
-            remaining = None if deadline is None else deadline - time.time()
+            remaining = None if deadline is None else deadline - now
             if remaining is not None and remaining <= 0:
                 return judge.timeout(time.monotonic() - started)
-            await tracked.changed(remaining)
+            await tracked.changed(_until_next(remaining, step.recheck_at, now))
 
     async def _settle(
         self,
         backend: BackendProtocol,
         handle: Handle,
         tracked: Tracked,
+        judge: Judge,
         step: Step,
         *,
         moved: Pass,
         deadline: float | None,
     ) -> Verdict:
-        """The verdict, once its result is certain and a short TTL (native) was applied."""
+        """The verdict, once its result is certain and a short TTL (native) was applied (or,
+        for pods that cannot start, once the pod's Events are there to quote)."""
         verdict = step.verdict
         assert verdict is not None
-        if verdict.kind in ("completed", "failed"):
+        if verdict.pods_cannot_start:
+            return await self._with_events(tracked, judge, verdict)
+        if verdict.kind in ("completed", "failed") and not verdict.pods_cannot_start:
             verdict = await self._with_result(handle, tracked, verdict)
             if moved.linger is not None and not moved.deleted:
                 left = None if deadline is None else deadline - time.time()
@@ -365,6 +406,20 @@ class Run:
                     await backend.drive(
                         handle, tracked.observation(), create=True, remember=tracked.remember
                     )
+        return verdict
+
+    async def _with_events(self, tracked: Tracked, judge: Judge, verdict: Verdict) -> Verdict:
+        """A pod that cannot start is decided on its status; the kubelet's Events about it
+        come through another watch: give them a moment, then judge again for the message."""
+        ends = time.monotonic() + EVENTS_GRACE
+        while judge.start_failure is not None and not judge.start_failure.events:
+            left = ends - time.monotonic()
+            if left <= 0 or not await tracked.changed(left):
+                break
+            again = judge.step(tracked.observation(), time.time()).verdict
+            if again is None or not again.pods_cannot_start:
+                break
+            verdict = again
         return verdict
 
     async def _with_result(self, handle: Handle, tracked: Tracked, verdict: Verdict) -> Verdict:
@@ -380,28 +435,34 @@ class Run:
         if ref is None:
             return verdict
         ends = time.monotonic() + RESULT_GRACE
+        pods: Sequence[Mapping[str, Any]] = observation.pods
         while True:
-            pod = common.choose_log_pod(observation.pods, ref)
+            pod = common.choose_log_pod(pods, ref)
             if pod is not None and _ended(pod):
-                result = run_result(jobset, observation.pods)
                 break
             left = ends - time.monotonic()
             if left <= 0:
-                result = await self._listed_result(handle, jobset)
+                pods = await self._listed_pods(handle)
                 break
             await tracked.changed(left)
-            observation = tracked.observation()
+            pods = tracked.observation().pods
+        result = run_result(jobset, pods)
         if result is None:
             return verdict
-        return verdict.model_copy(update={"outcome": outcome.model_copy(update={"result": result})})
+        return verdict.model_copy(
+            update={
+                "outcome": outcome.model_copy(update={"result": result}),
+                "message": verdict.message + result_note(jobset, pods),
+            }
+        )
 
-    async def _listed_result(self, handle: Handle, jobset: JobSet) -> Any:
+    async def _listed_pods(self, handle: Handle) -> Sequence[Mapping[str, Any]]:
         selector = common.jobset_selector(handle.name, handle.uid or None)
         try:
             pods = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
         except JobSetError:
-            return None  # the verdict stands; only its result is unknown
-        return run_result(jobset, pods.items)
+            return []  # the verdict stands; only its result is unknown
+        return pods.items
 
     # ------------------------------------------------------------------ finish
 
@@ -451,6 +512,7 @@ class Run:
         identity: Mapping[str, str] | None = None,
         expected_uid: str | None = None,
         backend: BackendChoice | str = "auto",
+        inject_env: bool = True,
         deadline: float | None = None,
         rules: WaitRules | None = None,
         delete_policy: DeletePolicy = "never",
@@ -459,7 +521,7 @@ class Run:
         wait_gone: bool = False,
         on_submit: Callable[[Submission], None] | None = None,
         on_progress: ProgressCallback | None = None,
-        logs: LogTarget | None = None,
+        logs: LogOptions | None = None,
         on_log: LogSink | None = None,
         on_verdict: Callable[[Verdict], None] | None = None,
     ) -> Finished:
@@ -477,6 +539,7 @@ class Run:
             identity=identity,
             expected_uid=expected_uid,
             backend=backend,
+            inject_env=inject_env,
         )
         handle = submission.handle
         if on_submit is not None:
@@ -583,8 +646,9 @@ class Run:
         """
         backend = self.backend(handle.backend)
         if follow:
+            options = LogOptions(target=target, max_bytes_per_second=None, max_bytes=None)
             async with self.observer.track(backend.target(handle)) as tracked:
-                await follow_logs(self.client, tracked, handle, target, sink, once=True)
+                await Follower(self.client, tracked, handle, options, sink, once=True).run()
             return
         observation = await self.observer.snapshot(backend.target(handle))
         jobset = None if target.replicated_job else head_jobset(handle, observation)
@@ -619,7 +683,7 @@ class Run:
     ) -> tuple[Outcome, Verdict | None, JobSetStatus]:
         backend = self.backend(handle.backend)
         observation = await self.observer.snapshot(backend.target(handle))
-        verdict = Judge(handle, rules).step(observation).verdict
+        verdict = Judge(handle, rules).step(observation, time.time()).verdict
         if verdict is not None and verdict.kind == "gone":
             from jobset_core.errors import JobSetGone
 
@@ -627,7 +691,9 @@ class Run:
         jobset = head_jobset(handle, observation)
         assert jobset is not None
         outcome = common.build_outcome(jobset, handle.backend)
-        if outcome.phase.terminal:
+        if verdict is not None and verdict.pods_cannot_start and verdict.outcome is not None:
+            outcome = verdict.outcome  # failed, although its JobSet is not (yet)
+        elif outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": run_result(jobset, observation.pods)})
         return outcome, verdict, backend.status_of(observation)
 
@@ -635,8 +701,17 @@ class Run:
 def _cleaning_up(handle: Handle, verdict: Verdict, moved: Pass) -> bool:
     """A native run that just ended still has a pass to make (upstream's finishing stage:
     unfinished Jobs deleted) before its waiter may leave."""
-    terminal = verdict.kind in ("completed", "failed")
+    terminal = verdict.kind in ("completed", "failed") and not verdict.pods_cannot_start
     return handle.backend == "native" and terminal and moved.acted and not moved.finished
+
+
+def _until_next(remaining: float | None, recheck_at: float | None, now: float) -> float | None:
+    """How long to wait for a change: until the deadline, or until a pod's grace period ends
+    (a verdict may come then without anything changing)."""
+    if recheck_at is None:
+        return remaining
+    recheck = max(recheck_at - now, 0.0) + _RECHECK_SLACK
+    return recheck if remaining is None else min(remaining, recheck)
 
 
 def _report(on_progress: ProgressCallback | None, progress: Progress | None) -> None:

@@ -19,10 +19,11 @@ from jobset_core.errors import (
     JobSetFailed,
     JobSetGone,
     JobSetRestarting,
+    PodsCannotStart,
     RunEnded,
     WaitTimeout,
 )
-from jobset_core.outcome import Backend, Outcome
+from jobset_core.outcome import PODS_CANNOT_START, Backend, Outcome
 
 __all__ = [
     "DELETE_POLICIES",
@@ -35,7 +36,8 @@ __all__ = [
 
 #: How a wait ended:
 #:
-#: * ``completed`` / ``failed``: the JobSet reached that terminal state;
+#: * ``completed`` / ``failed``: the JobSet reached that terminal state (``failed`` also when
+#:   its pods cannot start: reason :data:`~jobset_core.outcome.PODS_CANNOT_START`);
 #: * ``restarting``: it restarted and the waiter asked to hand restarts back;
 #: * ``reached``: it reached a phase the waiter asked for (sensors);
 #: * ``timeout``: the deadline passed first;
@@ -108,6 +110,12 @@ class Verdict(BaseModel):
         return self.kind in ("completed", "reached")
 
     @property
+    def pods_cannot_start(self) -> bool:
+        """Whether the run failed because its pods cannot start (the JobSet itself did not
+        reach ``Failed``: it holds no result, and upstream has nothing more to do with it)."""
+        return self.kind == "failed" and self.reason == PODS_CANNOT_START
+
+    @property
     def result(self) -> Any:
         """The run's result (the coordinator's termination message), if any."""
         return self.outcome.result if self.outcome is not None else None
@@ -119,6 +127,8 @@ class Verdict(BaseModel):
 
 def error_for(verdict: Verdict) -> RunEnded | None:
     """The core's error for a verdict that is not :attr:`Verdict.ok` (``None`` when it is)."""
+    if verdict.pods_cannot_start:
+        return PodsCannotStart(verdict)
     cls = _ERRORS.get(verdict.kind)
     return cls(verdict) if cls is not None else None
 

@@ -28,10 +28,13 @@ from jobset_core.observe._views import (
     trim,
 )
 
-__all__ = ["EVENTS_PER_RUN", "Observation", "RunObjects", "Stores"]
+__all__ = ["EVENTS_PER_RUN", "ORPHAN_EVENTS", "Observation", "RunObjects", "Stores"]
 
 #: Warning Events kept per run (the newest; older ones are dropped).
 EVENTS_PER_RUN = 32
+#: Warning Events about a pod or Job not known yet, kept until it is (the newest): a list of
+#: Events can arrive before the list of the pods they are about.
+ORPHAN_EVENTS = 256
 
 Change = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
@@ -113,6 +116,7 @@ class Stores:
         self._runs: dict[RunKey, RunObjects] = {}
         self._owners: dict[tuple[Kind, str, str], RunKey] = {}
         self._events_per_run = events_per_run
+        self._orphans: OrderedDict[tuple[Kind, str, str, str], Obj] = OrderedDict()
 
     # ------------------------------------------------------------------ interest
 
@@ -138,6 +142,8 @@ class Stores:
         del self._runs[key]
         for owned in [k for k, v in self._owners.items() if v == key]:
             del self._owners[owned]
+        if not self._runs:
+            self._orphans.clear()
         return True
 
     def tracked(self, key: RunKey) -> RunObjects | None:
@@ -153,6 +159,7 @@ class Stores:
         """How many objects are kept, by kind (for stats)."""
         out = {"runs": len(self._runs), "jobsets": 0, "anchors": 0, "jobs": 0, "pods": 0}
         out["events"] = 0
+        out["orphan_events"] = len(self._orphans)
         for run in self._runs.values():
             out["jobsets"] += Kind.JOBSET in run.heads
             out["anchors"] += Kind.ANCHOR in run.heads
@@ -181,6 +188,8 @@ class Stores:
         """
         key = self._route(kind, obj)
         run = self._runs.get(key) if key is not None else None
+        if key is None and kind is Kind.EVENT and change != "DELETED":
+            self._keep_orphan(obj)
         if run is None or kind not in run.kinds:
             return None
         if self._write(run, kind, change, obj):
@@ -211,7 +220,31 @@ class Stores:
         else:
             run.children[kind][name] = kept
             self._owners[(kind, namespace, name)] = run.key
+            if current is None and self._orphans:
+                self._adopt_orphans(run, kind, namespace, name)
         return True
+
+    def _adopt_orphans(self, run: RunObjects, kind: Kind, namespace: str, name: str) -> None:
+        found = [k for k in self._orphans if k[:3] == (kind, namespace, name)]
+        for key in found:
+            event = self._orphans.pop(key)
+            if Kind.EVENT in run.kinds:
+                self._write_event(run, "ADDED", event)
+
+    def _keep_orphan(self, obj: Mapping[str, Any]) -> None:
+        """An Event about a pod or Job that belongs to no known run (yet): kept for a while,
+        in case the pod's own list is on its way (a run that is being tracked right now)."""
+        if obj.get("type") not in (None, "Warning"):
+            return
+        subject_kind, namespace, name, _ = event_subject(obj)
+        owner_kind = {"Pod": Kind.POD, "Job": Kind.JOB}.get(subject_kind)
+        if owner_kind is None or not name or not self._runs:
+            return
+        key = (owner_kind, namespace, name, object_key(obj)[1])
+        self._orphans.pop(key, None)
+        self._orphans[key] = trim(Kind.EVENT, obj)
+        while len(self._orphans) > ORPHAN_EVENTS:
+            self._orphans.popitem(last=False)
 
     def _current(self, run: RunObjects, kind: Kind, name: str) -> Obj | None:
         if kind in (Kind.JOBSET, Kind.ANCHOR):

@@ -75,6 +75,17 @@ OPERATOR_CASES = [
     ({"kubernetes_conn_id": 3}, TypeError, "kubernetes_conn_id=...): must be a string"),
     ({"config_file": 3}, TypeError, "config_file=...): must be a path or None"),
     ({"link_template": b"x"}, TypeError, "link_template=...): must be a string"),
+    ({"start_grace": "2m"}, TypeError, "start_grace=...): must be a datetime.timedelta"),
+    ({"start_grace": -1}, ValueError, "start_grace=...): must be 0 or more"),
+    ({"pending_timeout": dt.timedelta(seconds=-5)}, ValueError, "pending_timeout=...): must be"),
+    ({"crash_loop_restarts": 0}, ValueError, "crash_loop_restarts=...): must be >= 1"),
+    ({"crash_loop_restarts": True}, TypeError, "crash_loop_restarts=...): must be an int"),
+    ({"log_pods": "leader"}, ValueError, "log_pods=... or log_container=...): log pods 'leader'"),
+    ({"log_pods": 3}, TypeError, "log_pods=...): must be a string"),
+    ({"log_container": "Bad_Name"}, ValueError, "must be a container name"),
+    ({"log_max_pods": 0}, ValueError, "log_max_pods=...): must be >= 1"),
+    ({"log_max_bytes": "1M"}, TypeError, "log_max_bytes=...): must be an int >= 1 or None"),
+    ({"inject_env": "no"}, TypeError, "inject_env=...): must be True or False"),
 ]
 
 
@@ -101,6 +112,11 @@ def test_operator_refuses_a_bad_argument_at_parse_time(
         {"jobset": "jobsets/train.yaml"},
         {"jobset": Path("jobsets/train.yaml")},
         {"deferrable": None, "in_cluster": None, "retries": 0, "config_file": Path("/k")},
+        {"start_grace": 0, "pending_timeout": dt.timedelta(minutes=10), "crash_loop_restarts": 3},
+        {"start_grace": None, "log_pods": "leaders", "log_container": "main"},
+        {"log_pods": "jobset.sigs.k8s.io/replicatedjob-name in (workers)", "log_max_bytes": None},
+        {"log_pods": "all", "log_max_pods": 64, "log_max_bytes_per_second": None},
+        {"inject_env": False},
     ],
 )
 def test_operator_accepts_good_and_templated_arguments(arguments: dict[str, Any]) -> None:

@@ -230,3 +230,35 @@ def _bind_across(devcluster: Any, namespace: str, home: str) -> None:
         else:
             document["subjects"][0]["namespace"] = home
             rbac.create_namespaced_role_binding(namespace, document)
+
+
+async def test_the_trigger_follows_the_logs_while_it_waits(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    """Deferred, the lines go to the trigger's log (Airflow 3 shows it in the task's log),
+    each prefixed with its pod, before the verdict; the run's cursor is kept on the JobSet."""
+    from jobset_core.lifecycle import LogOptions
+    from jobset_core.lifecycle._logs import CURSOR_ANNOTATION
+
+    notes = {"devcluster/log": "epoch 1\nepoch 2", "devcluster/run-seconds": "2"}
+    document = body("chatty", notes)
+    document["spec"]["replicatedJobs"][0]["replicas"] = 2
+    devcluster.create_jobset(cluster_namespace, document)
+    trigger = JobSetTrigger(
+        name="chatty", namespace=cluster_namespace, logs=LogOptions(pods="all").to_dict()
+    )
+    said: list[str] = []
+    info = trigger.log.info
+
+    def tap(msg: str, *args: Any) -> None:
+        said.append(msg % args)
+        info(msg, *args)
+
+    trigger.log.info = tap  # type: ignore[method-assign]
+    verdict = await fire(trigger, 90)
+    assert verdict.kind == "completed", verdict
+    lines = [m for m in said if m.startswith("[chatty-w-")]
+    assert len(lines) == 4 and {m.split("] ", 1)[1] for m in lines} == {"epoch 1", "epoch 2"}
+    assert said.index(lines[-1]) < next(i for i, m in enumerate(said) if "completed (" in m)
+    annotations = devcluster.get_jobset(cluster_namespace, "chatty")["metadata"]["annotations"]
+    assert CURSOR_ANNOTATION in annotations

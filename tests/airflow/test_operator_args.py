@@ -20,6 +20,8 @@ from airflow_provider_jobset._identity import TaskIdentity
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
 from airflow_provider_jobset.triggers import JobSetTrigger
 from jobset_core import leader_workers
+from jobset_core.lifecycle import LogOptions, LogTarget
+from jobset_core.policy.pod_start import PodStartRules
 
 pytestmark = pytest.mark.airflow
 
@@ -166,6 +168,8 @@ def test_trigger_serialization_round_trip() -> None:
         restarts=2,
         target_phases=["Running"],
         delete_on_kill=False,
+        pod_start=PodStartRules(grace=0, pending_timeout=30, crash_loop_restarts=2).to_dict(),
+        logs=LogOptions(pods="all", container="main", max_bytes=None).to_dict(),
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_jobset.triggers.JobSetTrigger"
@@ -176,6 +180,23 @@ def test_trigger_serialization_round_trip() -> None:
 
     encoded = BaseSerialization.serialize(kwargs)
     assert JobSetTrigger(**BaseSerialization.deserialize(encoded)).serialize()[1] == kwargs
+    assert PodStartRules.from_dict(kwargs["pod_start"]) == PodStartRules(0, 30, 2)
+    assert LogOptions.from_dict(kwargs["logs"]) == LogOptions(
+        pods="all", container="main", max_bytes=None
+    )
+
+
+def test_the_operator_hands_its_log_and_pod_start_options_to_the_trigger() -> None:
+    op = JobSetOperator(
+        task_id="t",
+        jobset=YAML.format(name="x"),
+        deferrable=True,
+        start_grace=dt.timedelta(seconds=30),
+        log_pods="leaders",
+        retries=2,
+    )
+    assert op.pod_start == PodStartRules(grace=30)
+    assert op.log_options == LogOptions(pods="leaders", target=LogTarget())
 
 
 def test_importing_the_operator_loads_no_kubernetes_client() -> None:

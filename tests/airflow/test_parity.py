@@ -90,6 +90,8 @@ class Scenario:
         reason: A word of the verdict's reason or message every way reports.
         first: The first try's verdict of the operator ways, when a restart ends it.
         retries: The operator ways' retries.
+        start: The pod start rules every way is given (``start_grace`` seconds,
+            ``crash_loop_restarts``), as the operator's arguments.
     """
 
     id: str
@@ -103,6 +105,52 @@ class Scenario:
     reason: str = "AllJobsCompleted"
     first: str | None = None
     retries: int = 0
+    start: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cannot_start(self) -> bool:
+        """Whether the verdict is about pods that cannot start (no terminal JobSet)."""
+        return self.reason == "PodsCannotStart"
+
+    def cli_flags(self) -> list[str]:
+        """The pod start rules as ``jobsetctl run`` flags."""
+        flags = []
+        if "start_grace" in self.start:
+            flags += ["--start-grace", str(self.start["start_grace"])]
+        if self.start.get("crash_loop_restarts"):
+            flags += ["--crash-loop-restarts", str(self.start["crash_loop_restarts"])]
+        return flags
+
+    def kfp_flags(self) -> list[str]:
+        """The pod start rules as the KFP launcher's flags."""
+        flags = []
+        if "start_grace" in self.start:
+            flags += ["--start-grace-seconds", str(self.start["start_grace"])]
+        if self.start.get("crash_loop_restarts"):
+            flags += ["--crash-loop-restarts", str(self.start["crash_loop_restarts"])]
+        return flags
+
+
+def crash_looping(name: str) -> dict[str, Any]:
+    """A replicated job whose container keeps crashing and is restarted in place."""
+    rj = rjob(
+        name,
+        **{"crash-loop": "true", "exit-code": "3", "crash-backoff-seconds": "1"},
+    )
+    job = rj["template"]["spec"]
+    job["backoffLimit"] = 20  # the Job would go on restarting it for a long time
+    job["template"]["spec"]["restartPolicy"] = "OnFailure"
+    return rj
+
+
+def missing_secret(name: str) -> dict[str, Any]:
+    """A replicated job whose container refers to a Secret that does not exist."""
+    rj = rjob(name, **{"cannot-start": "CreateContainerConfigError"})
+    (container,) = rj["template"]["spec"]["template"]["spec"]["containers"]
+    container["env"] = [
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "absent", "key": "token"}}}
+    ]
+    return rj
 
 
 NEVER = {"never-finish": "true"}
@@ -162,6 +210,27 @@ SCENARIOS = (
     ),
     Scenario("deleted", (rjob("w", **NEVER),), action="delete", kind="gone", reason="was deleted"),
     Scenario("suspended", (rjob("w"),), hold=5.0),
+    Scenario(
+        "badimage",
+        (rjob("w", 2, **{"cannot-start": "ErrImagePull"}),),
+        kind="failed",
+        reason="PodsCannotStart",
+        start={"start_grace": 4},
+    ),
+    Scenario(
+        "nosecret",
+        (missing_secret("w"),),
+        kind="failed",
+        reason="PodsCannotStart",
+        start={"start_grace": 0},
+    ),
+    Scenario(
+        "crashloop",
+        (crash_looping("w"),),
+        kind="failed",
+        reason="PodsCannotStart",
+        start={"crash_loop_restarts": 2},
+    ),
     Scenario(
         "timeout",
         (rjob("w", **NEVER),),
@@ -267,6 +336,7 @@ def run_worker(scenario: Scenario, backend: str, namespace: str, result: WayResu
         delete_policy="never",
         stream_logs=False,
         retries=scenario.retries,
+        **scenario.start,
     )
     said: list[tuple[float, str]] = []  # the try's verdict is logged the moment it comes
     info = op.log.info
@@ -324,7 +394,12 @@ def run_sensor(
     result.name = name
     said: list[tuple[float, str]] = []  # when the sensor said what
     sensor = JobSetSensor(
-        task_id="s", name=name, namespace=namespace, backend=backend, poke_interval=15
+        task_id="s",
+        name=name,
+        namespace=namespace,
+        backend=backend,
+        poke_interval=15,
+        **scenario.start,
     )
     sensor.log.info = lambda msg, *args: said.append((time.time(), msg % args))  # type: ignore[method-assign]
 
@@ -390,6 +465,7 @@ def run_cli(
     ]
     if scenario.timeout:
         args += ["--timeout", str(scenario.timeout)]
+    args += scenario.cli_flags()
     cli.main(args, stdout=out, stderr=out, stdin=io.StringIO())  # the verdict goes to either
     if not result.kinds:
         result.error = out.getvalue()
@@ -432,6 +508,7 @@ def run_kfp(
     ]  # fmt: skip
     if scenario.timeout:
         command += ["--timeout-seconds", str(scenario.timeout)]
+    command += scenario.kfp_flags()
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -476,7 +553,7 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
 TASK = """    JobSetOperator(task_id={task!r}, jobset={jobset!r}, name={name!r},
                    namespace={namespace!r}, backend={backend!r}, deferrable=True,
                    delete_policy="never", stream_logs=False, retries={retries},
-                   timeout={timeout})
+                   timeout={timeout}{start})
 """
 
 
@@ -490,6 +567,7 @@ def deferrable_dag(scenario: Scenario, namespace: str) -> str:
             backend=backend,
             retries=scenario.retries,
             timeout=f"timedelta(seconds={scenario.timeout})" if scenario.timeout else None,
+            start="".join(f", {key}={value!r}" for key, value in scenario.start.items()),
         )
         for backend in BACKENDS
     )
@@ -625,6 +703,11 @@ class Moments:
             involved = obj.get("involvedObject") or {}
             if "CreationFailed" in str(obj.get("reason") or ""):
                 self._mark(namespace, str(involved.get("name")), "creation_failed")
+            if involved.get("kind") == "Pod" and obj.get("type") == "Warning":
+                # The kubelet's first word that a pod of the run cannot start (or crashed):
+                # pods are <run>-<replicated job>-<job>-<index>-<suffix> (rjobs: no dashes).
+                run = "-".join(str(involved.get("name")).split("-")[:-4])
+                self._mark(namespace, run, "cannot_start")
             return
         name = str(meta.get("name"))
         if type_ == "DELETED":
@@ -676,6 +759,8 @@ def decisive_moment(
         what = {"creation_failed": "creation_failed"}.get(
             scenario.kind, "restarted" if retried else "terminal"
         )
+        if scenario.cannot_start:  # the JobSet never ends: from the kubelet's first Warning
+            what = "cannot_start"
         moment = moments.first(result.namespace, result.name, what)
     if moment is None:
         return None

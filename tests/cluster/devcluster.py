@@ -1726,6 +1726,8 @@ def cmd_logserver(args) -> int:
             if cstatus is None:
                 return self.send(400, f"container {container} is not valid for pod {pod}".encode())
             state = cstatus.get("state") or {}
+            if q.get("previous", ["false"])[0] == "true":  # the run before a restart
+                state = cstatus.get("lastState") or {}
             if "running" not in state and "terminated" not in state:
                 return self.send(
                     400, f'container "{container}" in pod "{pod}" is waiting to start'.encode()

@@ -6,7 +6,9 @@ annotation (``devcluster/cannot-start``, ``devcluster/crash-loop``). Both are wa
 states of interest were seen; then the order of states and the status fields (phase,
 conditions, container states with reasons and messages, lastState, ready/started) must be the
 same, ignoring timestamps, IDs, IPs and the pods' own names, and, for the crash loop, the
-back-off durations (kwok's are shortened by ``devcluster/crash-backoff-seconds``).
+back-off durations (kwok's are shortened by ``devcluster/crash-backoff-seconds``). The pods'
+``Warning`` Events (what the core's pod start rules read and show) must be the same too: type,
+reason and message, ignoring counts and times.
 """
 
 from __future__ import annotations
@@ -271,3 +273,30 @@ def test_kwok_pod_shows_what_the_real_kubelet_reports(
         assert record.restarts == sorted(record.restarts)
     if case.restart_policy != "Never":
         assert real_seen.restarts[-1] >= 2 and kwok_seen.restarts[-1] >= 2
+    # the same Warning Events about each (the kubelet may write its last one a moment later)
+    pods = {name: real_seen.at[case.wanted[-1]] for name in names[:1]}
+    pods[names[1]] = kwok_seen.at[case.wanted[-1]]
+    deadline = time.monotonic() + 20
+    while True:
+        found = {
+            name: warnings_about(devcluster, cluster_namespace, pod) for name, pod in pods.items()
+        }
+        if found[names[0]] == found[names[1]] or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert found[names[0]], "the real kubelet wrote no Warning Event"
+    assert found[names[1]] == found[names[0]]
+
+
+def warnings_about(
+    dc: DevCluster, namespace: str, pod: dict[str, Any]
+) -> set[tuple[str, str, str]]:
+    """The pod's Warning Events as ``(reason, message, fieldPath)``, messages normalized."""
+    name = pod["metadata"]["name"]
+    events = dc.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name},type=Warning"
+    ).items
+    return {
+        (e.reason, normalized(e.message, pod) or "", e.involved_object.field_path or "")
+        for e in events
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -100,11 +101,30 @@ def test_run_completed_prints_progress_and_result(cli: Cli, tmp_path: Path) -> N
     assert lines[0].startswith("created: JobSet ") and "backend=controller" in lines[0]
     assert any(line.startswith("status: Running") for line in lines)
     assert any(line.startswith("status: Completed") for line in lines)
-    assert "log: hi" in lines
+    assert any(re.fullmatch(r"log: \[ok-w-0-0-\w+\] hi", line) for line in lines), out
     assert '  result: {"score": 1}' in lines
     # Running the same file again adopts the finished run instead of starting another.
     code, out, _ = cli("run", str(path))
     assert code == 0 and out.startswith("adopted: ")
+
+
+def test_run_follows_every_pod_with_log_pods_all(cli: Cli, tmp_path: Path) -> None:
+    """``--follow-logs --log-pods all``: each pod's lines once, prefixed with the pod, even for
+    pods that run for a moment only (their ended logs are read to the end)."""
+    notes = {"devcluster/log": "one\ntwo", "devcluster/run-seconds": "0.5"}
+    path = write(tmp_path, "every", rjob("a", 2, **notes), rjob("b", 1, **notes))
+    code, out, err = cli("run", str(path), "--follow-logs", "--log-pods", "all")
+    assert code == cli_cluster.EXIT_COMPLETED, err
+    shown = [line for line in out.splitlines() if line.startswith("log: ")]
+    pods = {re.fullmatch(r"log: \[(every-[ab]-\d-0-\w+)\] (one|two)", line)[1] for line in shown}
+    assert len(pods) == 3 and len(shown) == 6, out
+
+
+def test_run_refuses_a_bad_log_or_pod_start_flag(cli: Cli, tmp_path: Path) -> None:
+    path = write(tmp_path, "flags", rjob("w"))
+    for flags in (["--log-pods", "leader"], ["--start-grace", "-1"], ["--log-max-pods", "0"]):
+        code, _, err = cli("run", str(path), *flags)
+        assert code == 2 and flags[0] in err, (flags, err)
 
 
 def test_run_failed_exits_1_with_failed_pod_logs(cli: Cli, tmp_path: Path) -> None:

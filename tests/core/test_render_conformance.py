@@ -408,6 +408,34 @@ def test_recreated_jobs_carry_the_restart_attempt(devcluster: Any, cluster_names
     _compare(devcluster, cluster_namespace, document, restart_attempt=1)
 
 
+def test_controller_jobs_carry_the_workload_env(devcluster: Any, cluster_namespace: str) -> None:
+    """The JobSet as every way of running submits it (``inject_env``, the default): the
+    controller's Jobs carry the Downward API variables exactly as we render them, a user's own
+    variable of the same name included, after a restart too."""
+    from jobset_core.workload import inject_workload_env
+
+    own = {"name": "JOBSET_POD_INDEX", "value": "mine"}
+    document = _jobset(
+        "wlenv",
+        _rjob(
+            "w",
+            2,
+            job_spec={"backoffLimit": 0, "completionMode": "Indexed"},
+            pod_meta={"annotations": {"devcluster/fail-until-attempt": "1"}},
+            pod_spec={
+                "initContainers": [_container("init")],
+                "containers": [_container(env=[own]), _container("side")],
+            },
+        ),
+        failurePolicy={"maxRestarts": 2},
+    )
+    injected = inject_workload_env(load_jobset(document)).to_dict()
+    containers = injected["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert [len(c["env"]) for c in containers["containers"]] == [5, 5]
+    assert own in containers["containers"][0]["env"]
+    _compare(devcluster, cluster_namespace, injected, restart_attempt=1)
+
+
 def _compare(devcluster: Any, ns: str, document: dict[str, Any], restart_attempt: int = 0) -> None:
     created = _create(devcluster, ns, document)
     uid = created["metadata"]["uid"]

@@ -52,6 +52,8 @@ def outcome_reasons() -> set[str]:
     reasons = set(re.findall(r'Reason\(\s*"(\w+)"', source))
     reasons |= set(re.findall(r'^RESTARTING_DEFAULT_FAILURE_POLICY = "(\w+)"', source, re.M))
     reasons.add("FailurePolicy")  # FailurePolicy_<rule>
+    outcome = (ROOT / "jobset_core/outcome.py").read_text()  # the provider's own reasons
+    reasons |= set(re.findall(r'^PODS_CANNOT_START = "(\w+)"', outcome, re.M))
     return reasons
 
 

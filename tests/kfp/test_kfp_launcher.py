@@ -224,3 +224,39 @@ def test_command_line_jobset_file_that_is_not_utf8(
         )
     assert caught.value.code == launcher.EXIT_INVALID
     assert f"{path}: not UTF-8 text (byte 6)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "input_name"),
+    [
+        ({"log_pods": "leader"}, "log_pods"),
+        ({"log_container": "Bad_Name"}, "log_container"),
+        ({"log_max_pods": 0}, "log_max_pods"),
+        ({"log_max_bytes": -1}, "log_max_bytes"),
+        ({"start_grace_seconds": -2}, "start_grace_seconds"),
+        ({"pending_timeout_seconds": float("nan")}, "pending_timeout_seconds"),
+        ({"crash_loop_restarts": -1}, "crash_loop_restarts"),
+        ({"inject_env": "yes"}, "inject_env"),
+    ],
+)
+def test_wait_inputs_name_a_bad_input(change: dict[str, Any], input_name: str) -> None:
+    from jobset_core.errors import SpecError
+    from jobset_core.lifecycle import LogTarget
+
+    wait = launcher.WaitInputs(**change)
+    with pytest.raises(SpecError) as raised:
+        wait.pod_start()
+        wait.logs(LogTarget())
+        wait.checked_inject_env()
+    assert raised.value.problems[0].path == input_name
+
+
+def test_wait_inputs_defaults_and_never() -> None:
+    from jobset_core.lifecycle import LogOptions, LogTarget
+    from jobset_core.policy.pod_start import PodStartRules
+
+    assert launcher.WaitInputs().pod_start() == PodStartRules()
+    never = launcher.WaitInputs(start_grace_seconds=-1, crash_loop_restarts=3)
+    assert never.pod_start() == PodStartRules(grace=None, crash_loop_restarts=3)
+    options = launcher.WaitInputs(log_pods="all", log_max_bytes=0).logs(LogTarget("w"))
+    assert options == LogOptions(pods="all", target=LogTarget("w"), max_bytes=None)

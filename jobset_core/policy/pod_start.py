@@ -1,0 +1,522 @@
+"""Pods that cannot start: which ones, since when, and whether that ends the run (pure).
+
+The JobSet controller never fails a JobSet whose pods cannot start: a wrong image, a missing
+Secret or ConfigMap, or a request no node can fit leaves them ``Pending`` forever, and a
+container that keeps crashing under ``restartPolicy: OnFailure`` (or a crashing sidecar)
+only fails its Job once ``backoffLimit`` is spent, if ever. :func:`check_pod_starts` looks at
+the pods of the run's current attempt (as the observer keeps them) and decides, with
+:class:`PodStartRules`:
+
+* a container waiting with a start failure (:data:`START_FAILURES`: ``ErrImagePull``,
+  ``ImagePullBackOff``, ``InvalidImageName``, ``CreateContainerConfigError``,
+  ``CreateContainerError``...) fails the run once that has lasted longer than ``grace``
+  (0: at once). ``ContainerCreating`` is never one: a big image that is still being pulled is
+  not a failure;
+* a pod that the scheduler reports ``PodScheduled=False`` / ``Unschedulable`` fails it after
+  ``pending_timeout`` (off by default: a cluster may be scaling up);
+* a container in ``CrashLoopBackOff`` that restarted ``crash_loop_restarts`` times or more
+  fails it (off by default: the Job's ``backoffLimit`` and the JobSet's failure policy already
+  count the restarts of regular containers).
+
+Since when a state lasts is read from the cluster where it says so, so that every waiter
+(whatever process, however late it started) reaches the same decision at the same time: the
+first ``Warning`` Event the kubelet wrote about the pod's start failure (``firstTimestamp``),
+the ``PodScheduled`` condition's ``lastTransitionTime``; those are whole seconds, counted from
+the end of their second (a decision may come up to a second late, never early). The first time
+this waiter saw the state counts when that is earlier (``seen``, kept by the caller between
+checks). The kubelet's and the waiter's clocks are compared, so a large clock skew shifts the
+moment.
+
+Nothing here performs I/O or reads a clock: the caller passes ``now``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jobset_core import labels as L
+from jobset_core.policy._time import parse_time
+
+__all__ = [
+    "CRASH_LOOP",
+    "DEFAULT_GRACE",
+    "START_EVENT_REASONS",
+    "START_FAILURES",
+    "UNSCHEDULABLE",
+    "PodStartCheck",
+    "PodStartRules",
+    "SeenKey",
+    "StartProblem",
+    "check_pod_starts",
+    "describe_failure",
+    "describe_problem",
+]
+
+#: Waiting reasons of a container that cannot start (kubelet v1.36: ``pkg/kubelet/images``,
+#: ``kuberuntime_container.go``, ``container/sync_result.go``).
+START_FAILURES: frozenset[str] = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ImageInspectError",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "RegistryUnavailable",
+        "SignatureValidationFailed",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "PreCreateHookError",
+        "PreStartHookError",
+        "RunContainerError",
+    }
+)
+#: The waiting reason of a container between crashes.
+CRASH_LOOP = "CrashLoopBackOff"
+#: The ``PodScheduled`` condition's reason when no node fits.
+UNSCHEDULABLE = "Unschedulable"
+#: Reasons of the kubelet's ``Warning`` Events about a container that cannot start
+#: (``events.FailedToCreateContainer``/``FailedToPullImage`` are ``Failed``,
+#: ``FailedToInspectImage`` is ``InspectFailed``, ``ErrImageNeverPullPolicy``).
+START_EVENT_REASONS: frozenset[str] = frozenset({"Failed", "InspectFailed", "ErrImageNeverPull"})
+#: The default grace period of a start failure (seconds).
+DEFAULT_GRACE = 120.0
+
+#: Events of a pod named in a failure message (the newest).
+EVENTS_SHOWN = 3
+#: Pods named in a failure message beside the first.
+OTHERS_SHOWN = 3
+_TEXT_LIMIT = 400
+
+Kind = Literal["start", "crash-loop", "unschedulable"]
+#: What :attr:`PodStartCheck.seen` is keyed by: pod UID (else name), container, kind.
+SeenKey = tuple[str, str, str]
+
+
+def _seconds(value: float | None, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds or None, not {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class PodStartRules:
+    """When pods that cannot start fail the run.
+
+    Attributes:
+        grace: Seconds a container may wait with a start failure (:data:`START_FAILURES`)
+            before the run fails; 0: at once; ``None``: never.
+        pending_timeout: Seconds a pod may stay unschedulable; ``None`` (default): never.
+        crash_loop_restarts: Restarts of a container in ``CrashLoopBackOff`` that fail the
+            run; ``None`` (default): never.
+
+    Raises:
+        TypeError, ValueError: a value that is not a whole, finite, non-negative number.
+    """
+
+    grace: float | None = DEFAULT_GRACE
+    pending_timeout: float | None = None
+    crash_loop_restarts: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grace", _seconds(self.grace, "grace"))
+        object.__setattr__(
+            self, "pending_timeout", _seconds(self.pending_timeout, "pending_timeout")
+        )
+        restarts = self.crash_loop_restarts
+        if restarts is not None and (
+            isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1
+        ):
+            raise ValueError(f"crash_loop_restarts must be an int >= 1 or None, not {restarts!r}")
+
+    @property
+    def off(self) -> bool:
+        """Whether no rule is on."""
+        return self.grace is None and self.pending_timeout is None and not self.crash_loop_restarts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able form (a trigger's arguments)."""
+        return {
+            "grace": self.grace,
+            "pending_timeout": self.pending_timeout,
+            "crash_loop_restarts": self.crash_loop_restarts,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> PodStartRules:
+        """Rebuild from :meth:`to_dict` (``None``: the defaults)."""
+        if data is None:
+            return cls()
+        return cls(
+            grace=data.get("grace"),
+            pending_timeout=data.get("pending_timeout"),
+            crash_loop_restarts=data.get("crash_loop_restarts"),
+        )
+
+
+@dataclass(frozen=True)
+class StartProblem:
+    """One pod (and container) that cannot start.
+
+    Attributes:
+        kind: ``start`` (a start failure), ``crash-loop`` or ``unschedulable``.
+        pod: The pod's name.
+        container: The container (``None`` for an unschedulable pod).
+        reason: The waiting reason (or ``Unschedulable``).
+        message: The kubelet's (or scheduler's) message.
+        since: When the state began (epoch seconds).
+        limit: How long it may last (seconds).
+        restarts: The container's restart count.
+        job: The pod's Job.
+        events: The pod's newest Warning Events, oldest first (``Reason: message (xN)``).
+        last_exit: For a crash loop, how the container last ended.
+        threshold: For a crash loop, the restarts that fail the run.
+    """
+
+    kind: Kind
+    pod: str
+    container: str | None
+    reason: str
+    message: str
+    since: float
+    limit: float
+    restarts: int = 0
+    job: str | None = None
+    events: tuple[str, ...] = ()
+    last_exit: str = ""
+    threshold: int = 0
+
+    @property
+    def due(self) -> float:
+        """When the state fails the run (epoch seconds)."""
+        return self.since + self.limit
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        """Which pod, container and kind of problem (for telling new ones apart)."""
+        return (self.pod, self.container, self.kind)
+
+
+@dataclass(frozen=True)
+class PodStartCheck:
+    """What the pods of the current attempt say.
+
+    Attributes:
+        problems: Every pod that cannot start now, earliest due first.
+        failed: The problems past their limit: the run has failed when there is one.
+        recheck_at: When a problem falls due without anything changing (epoch seconds).
+        seen: When this waiter first saw each current problem (pass it to the next check).
+    """
+
+    problems: tuple[StartProblem, ...] = ()
+    failed: tuple[StartProblem, ...] = ()
+    recheck_at: float | None = None
+    seen: Mapping[SeenKey, float] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else {}
+
+
+def _epoch(value: Any) -> float | None:
+    parsed = parse_time(value) if isinstance(value, str) else None
+    return parsed.timestamp() if parsed is not None else None
+
+
+def _began(value: Any) -> float | None:
+    """When a state began, from a timestamp the cluster wrote: one of whole seconds (a
+    ``metav1.Time``) counts from the end of its second, so a grace period is never cut short
+    by the truncation."""
+    found = _epoch(value)
+    if found is None or not isinstance(value, str) or "." in value:
+        return found
+    return found + 1.0
+
+
+def _attempt(pod: Mapping[str, Any]) -> int | None:
+    found = (_meta(pod).get("labels") or {}).get(L.RESTART_ATTEMPT)
+    try:
+        return int(found) if found is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _job(pod: Mapping[str, Any]) -> str | None:
+    for ref in _meta(pod).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("kind") == "Job" and ref.get("name"):
+            return str(ref["name"])
+    return None
+
+
+def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _about(event: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    about = event.get("involvedObject")
+    if not isinstance(about, Mapping) or about.get("kind") != "Pod":
+        return False
+    meta = _meta(pod)
+    uid = about.get("uid")
+    if uid and meta.get("uid"):
+        return bool(uid == meta.get("uid"))
+    return bool(about.get("name") == meta.get("name"))
+
+
+def _event_start(event: Mapping[str, Any]) -> float | None:
+    return _began(event.get("firstTimestamp")) or _began(event.get("eventTime"))
+
+
+def _event_end(event: Mapping[str, Any]) -> float:
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        found = _epoch(event.get(key))
+        if found is not None:
+            return found
+    return 0.0
+
+
+def _event_line(event: Mapping[str, Any]) -> str:
+    count = event.get("count")
+    times = f" (x{count})" if isinstance(count, int) and count > 1 else ""
+    return f"{event.get('reason') or '?'}: {_clip(str(event.get('message') or ''), 300)}{times}"
+
+
+def _pod_events(events: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[Any]:
+    return sorted((e for e in events if _about(e, pod)), key=_event_end)
+
+
+def _statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = _status(pod)
+    found = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    return [s for s in found if isinstance(s, Mapping)]
+
+
+def _waiting(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    state = container.get("state")
+    waiting = state.get("waiting") if isinstance(state, Mapping) else None
+    return waiting if isinstance(waiting, Mapping) else None
+
+
+def _last_exit(container: Mapping[str, Any]) -> str:
+    last = container.get("lastState")
+    term = last.get("terminated") if isinstance(last, Mapping) else None
+    if not isinstance(term, Mapping):
+        return ""
+    words = f"exit code {term.get('exitCode')}"
+    if term.get("reason"):
+        words += f" ({term['reason']})"
+    if term.get("message"):
+        words += f": {_clip(str(term['message']), 200)}"
+    return words
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in _status(pod).get("conditions") or []:
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == UNSCHEDULABLE
+        ):
+            return condition
+    return None
+
+
+def _current(pod: Mapping[str, Any], attempt: int | None) -> bool:
+    if _meta(pod).get("deletionTimestamp"):
+        return False
+    if _status(pod).get("phase") in ("Succeeded", "Failed"):
+        return False
+    found = _attempt(pod)
+    return attempt is None or found is None or found == attempt
+
+
+# ------------------------------------------------------------------------------- deciding
+
+
+def check_pod_starts(
+    pods: Iterable[Mapping[str, Any]],
+    events: Iterable[Mapping[str, Any]],
+    rules: PodStartRules,
+    *,
+    now: float,
+    attempt: int | None = None,
+    seen: Mapping[SeenKey, float] | None = None,
+) -> PodStartCheck:
+    """Which pods of the current attempt cannot start, and whether the run has failed.
+
+    Args:
+        pods: The run's pods (API-shaped; the observer's trimmed ones are enough).
+        events: The run's Warning Events.
+        rules: When a problem fails the run.
+        now: The time of the check (epoch seconds).
+        attempt: The current restart attempt (``status.restarts``): pods of earlier attempts
+            (``restart-attempt`` label) do not count. ``None``: every pod counts.
+        seen: When this waiter first saw each problem (from the previous check).
+    """
+    if rules.off:
+        return PodStartCheck()
+    events = list(events)
+    seen = seen or {}
+    kept: dict[SeenKey, float] = {}
+    problems: list[StartProblem] = []
+    for pod in pods:
+        if not _current(pod, attempt):
+            continue
+        meta = _meta(pod)
+        ident = str(meta.get("uid") or meta.get("name") or "")
+        name = str(meta.get("name") or "")
+        own_events = _pod_events(events, pod)
+        shown = tuple(_event_line(e) for e in own_events[-EVENTS_SHOWN:])
+        job = _job(pod)
+        condition = _unschedulable(pod)
+        if condition is not None and rules.pending_timeout is not None:
+            key: SeenKey = (ident, "", "unschedulable")
+            since = min(kept.setdefault(key, seen.get(key, now)), now)
+            began = _began(condition.get("lastTransitionTime"))
+            since = min(since, began) if began is not None else since
+            problems.append(
+                StartProblem(
+                    kind="unschedulable",
+                    container=None,
+                    reason=UNSCHEDULABLE,
+                    message=_clip(str(condition.get("message") or "")),
+                    since=since,
+                    limit=rules.pending_timeout,
+                    pod=name,
+                    job=job,
+                    events=shown,
+                )
+            )
+        for container in _statuses(pod):
+            waiting = _waiting(container)
+            reason = str((waiting or {}).get("reason") or "")
+            cname = str(container.get("name") or "")
+            restarts = container.get("restartCount")
+            restarts = restarts if isinstance(restarts, int) else 0
+            if reason in START_FAILURES and rules.grace is not None:
+                key = (ident, cname, "start")
+                since = min(kept.setdefault(key, seen.get(key, now)), now)
+                starts = [
+                    t
+                    for e in own_events
+                    if e.get("reason") in START_EVENT_REASONS and e.get("type") != "Normal"
+                    for t in [_event_start(e)]
+                    if t is not None
+                ]
+                if starts:
+                    since = min(since, *starts)
+                problems.append(
+                    StartProblem(
+                        kind="start",
+                        container=cname,
+                        reason=reason,
+                        message=_clip(str((waiting or {}).get("message") or "")),
+                        since=since,
+                        limit=rules.grace,
+                        restarts=restarts,
+                        pod=name,
+                        job=job,
+                        events=shown,
+                    )
+                )
+            elif (
+                reason == CRASH_LOOP
+                and rules.crash_loop_restarts is not None
+                and restarts >= rules.crash_loop_restarts
+            ):
+                key = (ident, cname, "crash-loop")
+                since = min(kept.setdefault(key, seen.get(key, now)), now)
+                problems.append(
+                    StartProblem(
+                        kind="crash-loop",
+                        container=cname,
+                        reason=reason,
+                        message=_clip(str((waiting or {}).get("message") or "")),
+                        since=since,
+                        limit=0.0,
+                        restarts=restarts,
+                        last_exit=_last_exit(container),
+                        threshold=rules.crash_loop_restarts,
+                        pod=name,
+                        job=job,
+                        events=shown,
+                    )
+                )
+    problems.sort(key=lambda p: (p.due, p.pod, p.container or ""))
+    failed = tuple(p for p in problems if p.due <= now)
+    waiting_on = [p.due for p in problems if p.due > now]
+    return PodStartCheck(
+        problems=tuple(problems),
+        failed=failed,
+        recheck_at=min(waiting_on) if waiting_on else None,
+        seen=kept,
+    )
+
+
+def _seconds_text(value: float) -> str:
+    return f"{round(value):d}s" if value >= 10 else f"{round(value, 1):g}s"
+
+
+def _what(problem: StartProblem) -> str:
+    if problem.container is None:
+        return f"pod {problem.pod}"
+    return f"pod {problem.pod} container {problem.container}"
+
+
+def describe_problem(problem: StartProblem, *, now: float) -> str:
+    """One problem in words: who, the reason and message, for how long, the last Events."""
+    detail = f": {problem.message}" if problem.message else ""
+    lasted = _seconds_text(max(0.0, now - problem.since))
+    if problem.kind == "crash-loop":
+        head = f"{_what(problem)} is crash-looping: {problem.reason}{detail}"
+        rule = f"{problem.restarts} restarts, crash_loop_restarts={problem.threshold}"
+        tail = f"; last exit: {problem.last_exit}" if problem.last_exit else ""
+        text = f"{head} ({rule}){tail}"
+    elif problem.kind == "unschedulable":
+        limit = _seconds_text(problem.limit)
+        text = (
+            f"{_what(problem)} cannot be scheduled: {problem.reason}{detail} "
+            f"(pending for {lasted}, pending_timeout {limit})"
+        )
+    else:
+        limit = "0s: at once" if problem.limit == 0 else _seconds_text(problem.limit)
+        text = (
+            f"{_what(problem)} cannot start: {problem.reason}{detail} (for {lasted}, grace {limit})"
+        )
+    if problem.events:
+        text += "; last events: " + " | ".join(problem.events)
+    return text
+
+
+def describe_failure(check: PodStartCheck, *, now: float) -> str:
+    """The message of a run that failed because its pods cannot start: the first pod in
+    full, how many more, and who they are."""
+    if not check.failed:
+        return ""
+    first, rest = check.failed[0], check.problems
+    others = [p for p in rest if p.key != first.key]
+    text = describe_problem(first, now=now)
+    if others:
+        named = ", ".join(f"{p.pod} ({p.reason})" for p in others[:OTHERS_SHOWN])
+        more = len(others) - OTHERS_SHOWN
+        text += f"; {len(others)} more cannot start: {named}" + (
+            f" and {more} more" if more > 0 else ""
+        )
+    return text

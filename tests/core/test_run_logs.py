@@ -1,0 +1,193 @@
+"""Following pod logs while a run is waited for, on both backends, against the devcluster.
+
+The pods' logs are the devcluster log server's (``devcluster/log``, read when each request
+comes, like a kubelet's log file); the selection, bounds and cursor are table-tested in
+``test_log_plan.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from jobset_core import labels
+from jobset_core.client import Client, ClientSettings
+from jobset_core.lifecycle import LogLine, LogOptions, Run, WaitRules
+from jobset_core.lifecycle._logs import CURSOR_ANNOTATION
+from jobset_core.models import JobSet
+from jobset_core.observe import Observer
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(params=["controller", "native"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def run(devcluster: Any) -> AsyncIterator[Run]:
+    async with fresh_run(devcluster) as made:
+        yield made
+
+
+class fresh_run:
+    """A Run over its own client and observer (a separate process, as far as they know)."""
+
+    def __init__(self, devcluster: Any) -> None:
+        self._settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+
+    async def __aenter__(self) -> Run:
+        self._client = Client(self._settings)
+        await self._client.__aenter__()
+        self._observer = Observer(self._client, scope="run")
+        return Run(self._observer)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._observer.aclose()
+        await self._client.__aexit__(None, None, None)
+
+
+def _rjob(name: str, replicas: int, notes: dict[str, str], parallel: int = 1) -> dict[str, Any]:
+    pod = {
+        "metadata": {"annotations": notes},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+    job = {
+        "backoffLimit": 0,
+        "completions": parallel,
+        "parallelism": parallel,
+        "completionMode": "Indexed",
+        "template": pod,
+    }
+    return {"name": name, "replicas": replicas, "template": {"spec": job}}
+
+
+def _jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> JobSet:
+    return JobSet.model_validate(
+        {"metadata": {"name": name}, "spec": {"replicatedJobs": list(rjobs), **spec}}
+    )
+
+
+async def test_all_pods_of_every_attempt_with_their_prefix(
+    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+) -> None:
+    """``all``: every pod's lines once, prefixed with the pod; a restarted attempt's new pods
+    are picked up as they come."""
+    js = _jobset(
+        "alllogs",
+        _rjob(
+            "w",
+            2,
+            {
+                "devcluster/log": "hello\nworld",
+                "devcluster/run-seconds": "2",
+                "devcluster/fail-until-attempt": "1",
+            },
+        ),
+        failurePolicy={"maxRestarts": 1},
+    )
+    lines: list[LogLine] = []
+    finished = await run.execute(
+        js,
+        namespace=cluster_namespace,
+        backend=backend,
+        deadline=time.time() + 150,
+        rules=WaitRules(on_restart="continue"),
+        logs=LogOptions(pods="all"),
+        on_log=lines.append,
+    )
+    assert finished.verdict.kind == "completed", finished.verdict
+    pods = devcluster.core.list_namespaced_pod(
+        cluster_namespace, label_selector=f"{labels.JOBSET_NAME}=alllogs"
+    ).items
+    second = {p.metadata.name for p in pods if p.metadata.labels[labels.RESTART_ATTEMPT] == "1"}
+    assert len(second) == 2, [p.metadata.name for p in pods]
+    shown = [line.shown() for line in lines if not line.notice]
+    for name in second:  # the restarted attempt's pods, each line exactly once
+        assert shown.count(f"[{name}] hello") == 1, shown
+        assert shown.count(f"[{name}] world") == 1, shown
+    assert [line for line in lines if line.notice] == []
+
+
+async def test_the_total_cap_truncates_and_never_keeps_the_run_waiting(
+    run: Run, backend: str, cluster_namespace: str
+) -> None:
+    text = "\n".join(f"line {i:04d}" for i in range(200))  # 10 bytes a line
+    js = _jobset("chatty", _rjob("w", 1, {"devcluster/log": text, "devcluster/run-seconds": "2"}))
+    lines: list[LogLine] = []
+    started = time.monotonic()
+    finished = await run.execute(
+        js,
+        namespace=cluster_namespace,
+        backend=backend,
+        deadline=time.time() + 90,
+        logs=LogOptions(max_bytes=55, max_bytes_per_second=None),
+        on_log=lines.append,
+    )
+    assert finished.verdict.kind == "completed", finished.verdict
+    assert [line.text for line in lines if not line.notice] == [f"line {i:04d}" for i in range(5)]
+    notices = [line.text for line in lines if line.notice]
+    assert len(notices) == 1 and notices[0].startswith("<logs truncated: 55 bytes shown")
+    assert time.monotonic() - started < 60
+
+
+async def test_a_follower_that_starts_again_continues_without_repeating(
+    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+) -> None:
+    """A restarted triggerer: the second follower (another client, another observer) reads
+    the cursor the first kept on the run and shows only what came since."""
+    first_text = "\n".join(f"step {i}" for i in range(5))
+    js = _jobset(
+        "resumed",
+        _rjob("w", 1, {"devcluster/log": first_text, "devcluster/never-finish": "true"}),
+    )
+    submission = await run.submit(js, namespace=cluster_namespace, backend=backend)
+    handle = submission.handle
+    options = LogOptions(resume=True)
+    before: list[LogLine] = []
+
+    def five() -> bool:
+        return len([line for line in before if not line.notice]) >= 5
+
+    deadline = time.time() + 60
+    while not five() and time.time() < deadline:
+        verdict = await run.wait(
+            handle, deadline=time.time() + 3, logs=options, on_log=before.append
+        )
+        assert verdict.kind == "timeout", verdict
+    assert [line.text for line in before] == [f"step {i}" for i in range(5)]
+    anchor = (
+        devcluster.custom.get_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", cluster_namespace, "jobsets", handle.name
+        )["metadata"]
+        if backend == "controller"
+        else devcluster.core.read_namespaced_config_map(handle.name, cluster_namespace).metadata
+    )
+    annotations = anchor["annotations"] if isinstance(anchor, dict) else anchor.annotations
+    assert CURSOR_ANNOTATION in annotations
+
+    # The container writes more; the pod's log now has 8 lines.
+    (pod,) = devcluster.core.list_namespaced_pod(
+        cluster_namespace, label_selector=f"{labels.JOBSET_NAME}=resumed"
+    ).items
+    more = first_text + "\nstep 5\nstep 6\nstep 7"
+    devcluster.core.patch_namespaced_pod(
+        pod.metadata.name,
+        cluster_namespace,
+        {"metadata": {"annotations": {"devcluster/log": more}}},
+    )
+    after: list[LogLine] = []
+    async with fresh_run(devcluster) as again:
+        verdict = await again.wait(
+            handle, deadline=time.time() + 4, logs=options, on_log=after.append
+        )
+    assert verdict.kind == "timeout", verdict
+    assert [line.text for line in after] == ["step 5", "step 6", "step 7"]
+    await run.delete(handle, wait=True, timeout=60)
