@@ -258,15 +258,19 @@ class Client:
         container: str | None = None,
         tail_lines: int | None = None,
         follow: bool = True,
+        max_line_bytes: int | None = None,
     ) -> AsyncIterator[str]:
-        """Yield a container's log line by line as it is written (without newlines)."""
+        """Yield a container's log line by line as it is written (without newlines).
+
+        ``max_line_bytes`` bounds what one line may hold in memory (see :class:`LineBuffer`):
+        a longer line comes cut, saying how many bytes were left out."""
         request = _core.pod_log(
             namespace, name, container=container, tail_lines=tail_lines, follow=follow
         )
         response = await self._retrying(
             request, lambda: self._call_api(request, None, streaming=follow)
         )
-        lines = LineBuffer()
+        lines = LineBuffer(max_line_bytes)
         self.stats.watches_open += 1
         try:
             async for chunk in _chunks(request, response):

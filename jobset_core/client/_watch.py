@@ -50,22 +50,47 @@ class WatchEvent(Generic[T]):
 
 
 class LineBuffer:
-    """Split a byte stream into lines whatever the chunk boundaries are."""
+    """Split a byte stream into lines whatever the chunk boundaries are.
 
-    def __init__(self) -> None:
+    Args:
+        max_line: Keep at most this many bytes of a line (``None``: all). The rest, up to its
+            newline, is counted and dropped as it comes, so a writer without newlines never
+            grows the buffer past the limit; the line is yielded with
+            ``...[N more bytes cut]`` appended.
+    """
+
+    def __init__(self, max_line: int | None = None) -> None:
         self._pending = bytearray()
+        self._max = max_line
+        self._dropped = 0
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add a chunk; return the lines it completed (without their newline)."""
-        self._pending.extend(chunk)
-        *lines, rest = bytes(self._pending).split(b"\n")
-        self._pending = bytearray(rest)
+        lines: list[bytes] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._keep(chunk[start:end])
+            lines.append(self._line())
+            start = end + 1
+        self._keep(chunk[start:])
         return lines
 
     def flush(self) -> bytes | None:
         """The unterminated last line when the stream ended, if any."""
-        rest, self._pending = bytes(self._pending), bytearray()
+        rest = self._line()
         return rest if rest.strip() else None
+
+    def _keep(self, piece: bytes) -> None:
+        room = len(piece) if self._max is None else max(0, self._max - len(self._pending))
+        self._pending += piece[:room]
+        self._dropped += len(piece) - min(room, len(piece))
+
+    def _line(self) -> bytes:
+        line = bytes(self._pending)
+        if self._dropped:
+            line += b"...[%d more bytes cut]" % self._dropped
+        self._pending, self._dropped = bytearray(), 0
+        return line
 
 
 class WatchState(Generic[T]):

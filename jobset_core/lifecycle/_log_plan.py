@@ -26,7 +26,7 @@ from jobset_core.models import JobSet
 
 __all__ = [
     "LOG_POD_CHOICES",
-    "MAX_LINE_CHARS",
+    "MAX_LINE_BYTES",
     "LogBudget",
     "LogCursor",
     "LogLine",
@@ -37,13 +37,13 @@ __all__ = [
     "check_selector",
     "fingerprint",
     "select_streams",
-    "shape_line",
 ]
 
 #: The keywords of :attr:`LogOptions.pods` (anything else is a label selector).
 LOG_POD_CHOICES: tuple[str, ...] = ("coordinator", "leaders", "all")
-#: A longer line is cut (its length is said): a progress bar without newlines is one line.
-MAX_LINE_CHARS = 16 * 1024
+#: A longer line is cut as it is read, saying how much was left out: a progress bar without
+#: newlines is one line, and never holds more than this in memory.
+MAX_LINE_BYTES = 16 * 1024
 #: How often a follower says how much it left out above the rate (seconds).
 DROP_NOTE_EVERY = 10.0
 #: Streams a cursor remembers at most (the newest).
@@ -366,13 +366,6 @@ def select_streams(
                 )
             )
     return Selection(tuple(streams), len(kept), max(0, len(wanted) - len(kept)))
-
-
-def shape_line(text: str) -> str:
-    """A line fit to be shown: one longer than :data:`MAX_LINE_CHARS` is cut, saying so."""
-    if len(text) <= MAX_LINE_CHARS:
-        return text
-    return f"{text[:MAX_LINE_CHARS]}...[{len(text) - MAX_LINE_CHARS} more characters cut]"
 
 
 # ------------------------------------------------------------------------------ the bounds

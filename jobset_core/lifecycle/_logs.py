@@ -37,6 +37,7 @@ from jobset_core.backends._base import Handle
 from jobset_core.errors import ApiError, JobSetError, NotFound, Unreachable
 from jobset_core.lifecycle._judge import head_jobset
 from jobset_core.lifecycle._log_plan import (
+    MAX_LINE_BYTES,
     LogBudget,
     LogCursor,
     LogLine,
@@ -45,7 +46,6 @@ from jobset_core.lifecycle._log_plan import (
     StreamRef,
     fingerprint,
     select_streams,
-    shape_line,
 )
 from jobset_core.observe import Tracked
 from jobset_core.observe._informer import backoff
@@ -307,7 +307,11 @@ class Follower:
         ended = False
         try:
             async for line in self.client.stream_pod_log(
-                ref.pod, namespace=self.handle.namespace, container=ref.container, follow=follow
+                ref.pod,
+                namespace=self.handle.namespace,
+                container=ref.container,
+                follow=follow,
+                max_line_bytes=MAX_LINE_BYTES,
             ):
                 count += 1
                 if count < read:
@@ -351,11 +355,10 @@ class Follower:
         self.retry_at[key] = (time.time() + delay, failures + 1)
 
     def _show(self, ref: StreamRef, line: str) -> None:
-        text = shape_line(line)
         now = time.time()
-        decision = self.budget.take(len(text.encode("utf-8", "replace")) + 1, now)
+        decision = self.budget.take(len(line.encode("utf-8", "replace")) + 1, now)
         if decision == "show":
-            self.sink(LogLine(ref.pod, ref.container, text, several=ref.several))
+            self.sink(LogLine(ref.pod, ref.container, line, several=ref.several))
         elif decision == "over":
             self._over = True
             self.sink(_notice(self.budget.over_note()))

@@ -199,3 +199,30 @@ def test_line_buffer(chunks: list[bytes], lines: list[bytes], rest: bytes | None
     assert [item for chunk in chunks for item in buffer.feed(chunk)] == lines
     assert buffer.flush() == rest
     assert buffer.flush() is None
+
+
+@pytest.mark.parametrize(
+    ("chunks", "lines", "rest"),
+    [
+        pytest.param([b"abcd\n"], [b"abcd"], None, id="at-the-limit"),
+        pytest.param([b"abcdef\nxy\n"], [b"abcd...[2 more bytes cut]", b"xy"], None, id="cut"),
+        pytest.param(
+            [b"ab", b"cd", b"ef", b"gh\n"], [b"abcd...[4 more bytes cut]"], None, id="across-chunks"
+        ),
+        pytest.param([b"abcdefgh"], [], b"abcd...[4 more bytes cut]", id="cut-unterminated"),
+    ],
+)
+def test_line_buffer_keeps_at_most_max_line_bytes_of_a_line(
+    chunks: list[bytes], lines: list[bytes], rest: bytes | None
+) -> None:
+    buffer = LineBuffer(max_line=4)
+    assert [item for chunk in chunks for item in buffer.feed(chunk)] == lines
+    assert buffer.flush() == rest
+
+
+def test_a_writer_without_newlines_never_grows_the_buffer() -> None:
+    buffer = LineBuffer(max_line=1024)
+    for _ in range(10_000):  # 100 MB of one line
+        assert buffer.feed(b"x" * 10_000) == []
+        assert len(buffer._pending) <= 1024
+    assert buffer.flush() == b"x" * 1024 + b"...[99998976 more bytes cut]"

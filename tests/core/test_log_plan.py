@@ -8,7 +8,6 @@ import pytest
 
 from jobset_core import labels as L
 from jobset_core.lifecycle._log_plan import (
-    MAX_LINE_CHARS,
     LogBudget,
     LogCursor,
     LogLine,
@@ -17,7 +16,6 @@ from jobset_core.lifecycle._log_plan import (
     check_selector,
     fingerprint,
     select_streams,
-    shape_line,
 )
 from jobset_core.models import JobSet
 
@@ -197,12 +195,6 @@ def test_options_survive_a_trigger_serialisation() -> None:
     )
     assert LogOptions.from_dict(options.to_dict()) == options
     assert LogOptions.from_dict(LogOptions().to_dict()) == LogOptions()
-
-
-def test_a_long_line_is_cut_saying_so() -> None:
-    assert shape_line("abc") == "abc"
-    cut = shape_line("x" * (MAX_LINE_CHARS + 5))
-    assert cut.startswith("x" * MAX_LINE_CHARS) and cut.endswith("[5 more characters cut]")
 
 
 def test_the_rate_leaves_lines_out_and_counts_them() -> None:
