@@ -6,7 +6,12 @@ by hand here: every generated model class of the official client carries it
 generated setters refuse ``None`` for required fields when client-side validation is on).
 
 This is the only module of the pure core that touches the ``kubernetes`` package, and it does
-so lazily, inside functions, so importing the core never imports the client.
+so lazily, inside functions, so importing the core never imports the client. Importing the
+client's ~700 generated models costs a process about 0.5 s of CPU (seconds on a busy machine),
+so the tables read from them are kept in a cache file keyed by the client's version
+(``$XDG_CACHE_HOME/jobset-core``, else ``~/.cache/jobset-core``): a later process, such as
+the next ``jobsetctl validate`` or DAG parse, reads that instead of importing the client. Where
+the file cannot be written, the tables are read from the client every time.
 
 Three facts the client models do not carry are kept as small tables here, and a test checks them
 against the JobSet CRD (``x-kubernetes-int-or-string``, ``format`` and
@@ -25,9 +30,13 @@ so a field newer than the client can be carried with ``allow_unknown_fields=True
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from jobset_core.errors import Problem, format_path
@@ -131,10 +140,16 @@ class _Field:
 
 
 def client_version() -> str:
-    """The installed ``kubernetes`` client's version, e.g. ``30.1.0``."""
-    import kubernetes
+    """The installed ``kubernetes`` client's version, e.g. ``30.1.0`` (read from the package's
+    metadata, without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return str(kubernetes.__version__)
+    try:
+        return version("kubernetes")
+    except PackageNotFoundError:  # not installed as a distribution: ask the package itself
+        import kubernetes
+
+        return str(kubernetes.__version__)
 
 
 def _kubernetes_minor() -> str:
@@ -142,26 +157,76 @@ def _kubernetes_minor() -> str:
     return "1." + client_version().split(".", 1)[0]
 
 
-@cache
+#: Bumped when the cached tables change shape.
+_CACHE_FORMAT = 1
+
+
 def _fields(class_name: str) -> dict[str, _Field]:
     """JSON name -> field of one generated model class."""
+    return schema_tables()[class_name]
+
+
+@cache
+def schema_tables() -> dict[str, dict[str, _Field]]:
+    """Every generated model class of the installed client: JSON name -> field; from the cache
+    file when it holds this client's tables, else read from the client (and cached)."""
+    path = cache_file()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            name: {key: _Field(*field) for key, field in fields.items()}
+            for name, fields in raw.items()
+        }
+    except (OSError, ValueError, TypeError):
+        pass
+    tables = read_client_tables()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        plain = {
+            n: {k: [f.attr, f.type, f.required] for k, f in t.items()} for n, t in tables.items()
+        }
+        scratch.write_text(json.dumps(plain, sort_keys=True), encoding="utf-8")
+        scratch.replace(path)  # atomic: a reader sees the old file or the whole new one
+    except OSError:
+        pass
+    return tables
+
+
+def cache_file() -> Path:
+    """Where this client version's tables are cached (see the module's docstring)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = f"{client_version()}|{_CACHE_FORMAT}|{sorted(NOT_REQUIRED)}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(base) / "jobset-core" / f"k8s-schema-{client_version()}-{digest}.json"
+
+
+def read_client_tables() -> dict[str, dict[str, _Field]]:
+    """The tables of every generated model class, read from the installed client."""
     import kubernetes.client
 
-    cls = getattr(kubernetes.client, class_name)
     config = kubernetes.client.Configuration.get_default_copy()
     config.client_side_validation = True
-    probe = object.__new__(cls)
-    probe.local_vars_configuration = config
-    out = {}
-    for attr, type_ in cls.openapi_types.items():
-        try:
-            setattr(probe, attr, None)
-            required = False
-        except ValueError:
-            required = True
-        required = required and (class_name, attr) not in NOT_REQUIRED
-        out[cls.attribute_map[attr]] = _Field(attr, type_, required)
-    return out
+    tables: dict[str, dict[str, _Field]] = {}
+    for class_name in dir(kubernetes.client):
+        cls = getattr(kubernetes.client, class_name)
+        if not (isinstance(cls, type) and hasattr(cls, "openapi_types")):
+            continue
+        if not hasattr(cls, "attribute_map"):
+            continue
+        probe = object.__new__(cls)
+        probe.local_vars_configuration = config
+        out: dict[str, _Field] = {}
+        for attr, type_ in cls.openapi_types.items():
+            try:
+                setattr(probe, attr, None)
+                required = False
+            except ValueError:
+                required = True
+            required = required and (class_name, attr) not in NOT_REQUIRED
+            out[cls.attribute_map[attr]] = _Field(attr, type_, required)
+        tables[class_name] = out
+    return tables
 
 
 def check_object(
