@@ -214,7 +214,7 @@ def read_client_tables() -> dict[str, dict[str, _Field]]:
             continue
         if not hasattr(cls, "attribute_map"):
             continue
-        probe = object.__new__(cls)
+        probe: Any = object.__new__(cls)
         probe.local_vars_configuration = config
         out: dict[str, _Field] = {}
         for attr, type_ in cls.openapi_types.items():
