@@ -117,11 +117,21 @@ def result_note(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> str:
     return f"; pod {name}: {problem}" if problem else ""
 
 
-def _job_detail(observation: Observation, job: str | None) -> str:
+def _job_detail(observation: Observation, job: str | None, failures: dict[str, str]) -> str:
+    """How the named Job failed: from this observation, else as an earlier one showed it (a
+    restart deletes the failed Job, and its deletion may reach the Job store before the
+    restart reaches the JobSet's)."""
     if not job:
         return ""
     found = next((j for j in observation.jobs if j["metadata"].get("name") == job), None)
-    return common.job_failure(found) if found is not None else ""
+    return (common.job_failure(found) if found is not None else "") or failures.get(job, "")
+
+
+def _remember_failures(observation: Observation, failures: dict[str, str]) -> None:
+    for job in observation.jobs:
+        failure = common.job_failure(job)
+        if failure:
+            failures[str(job["metadata"].get("name"))] = failure
 
 
 class Judge:
@@ -141,6 +151,7 @@ class Judge:
         self._tracker.baseline_restarts = self.rules.baseline_restarts
         self._seen: Mapping[SeenKey, float] = {}
         self._noticed: set[tuple[str, str | None, str]] = set()
+        self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
         #: The pod (and container) whose start failure gave the verdict, once it did.
         self.start_failure: StartProblem | None = None
 
@@ -216,6 +227,7 @@ class Judge:
     def step(self, observation: Observation, now: float | None = None) -> Step:
         """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods
         that cannot start are not judged)."""
+        _remember_failures(observation, self._job_failures)
         try:
             jobset = head_jobset(self.handle, observation)
         except JobSetError as error:  # an anchor that no longer parses
@@ -331,13 +343,14 @@ class Judge:
         controller's Warning Event about the restart."""
         failed = common.restart_failed_job(jobset)
         if failed is not None:
-            return common.restart_details(outcome, jobset, _job_detail(observation, failed))
+            detail = _job_detail(observation, failed, self._job_failures)
+            return common.restart_details(outcome, jobset, detail)
         event = self._restart_event(observation)
         if event is None:
             return common.restart_details(outcome, jobset)
         message = str(event.get("message") or "")
         job = common.failed_job_from_message(message)
-        detail = _job_detail(observation, job)
+        detail = _job_detail(observation, job, self._job_failures)
         return outcome.model_copy(
             update={
                 "phase": Phase.RESTARTING,

@@ -767,6 +767,30 @@ def test_judge_restart_names_the_failed_job() -> None:
     assert "is restarting (restart 1) (failed child Job: js-workers-1)" in verdict.message
 
 
+@pytest.mark.parametrize("job_still_seen", [True, False], ids=["job-seen", "job-already-gone"])
+def test_judge_restart_says_how_the_failed_job_failed(job_still_seen: bool) -> None:
+    failed_job = {
+        "metadata": {"name": "js-workers-1"},
+        "status": {
+            "conditions": [
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                 "message": "Job has reached the specified backoff limit"}
+            ]
+        },
+    }  # fmt: skip
+    judge = Judge(HANDLE, WaitRules(on_restart="return"))
+    running = seen(make_jobset(status=RUNNING))
+    judge.step(Observation(running.key, jobset=running.jobset, jobs=(failed_job,), synced=True))
+    restarting = seen(make_jobset(status=RESTARTING))
+    jobs = (failed_job,) if job_still_seen else ()  # its deletion may come first
+    verdict = judge.step(
+        Observation(restarting.key, jobset=restarting.jobset, jobs=jobs, synced=True)
+    ).verdict
+    assert verdict is not None and verdict.kind == "restarting"
+    assert verdict.outcome is not None
+    assert "job js-workers-1 failed: BackoffLimitExceeded" in verdict.outcome.message
+
+
 def test_judge_restart_continues_by_default() -> None:
     judge = Judge(HANDLE)
     judge.step(seen(make_jobset(status=RUNNING)))
