@@ -1,9 +1,11 @@
 """The one API client: a thin async shell over the official ``kubernetes_asyncio`` client.
 
 Every method builds a :class:`~jobset_core.client._core.Request` in the pure core, sends it
-through ``kubernetes_asyncio.client.ApiClient.call_api`` (so authentication, TLS and token
-loading are the official client's), maps failures to :mod:`jobset_core.errors`, and retries as
-:func:`~jobset_core.client._core.retry_delay` decides.
+through ``kubernetes_asyncio.client.ApiClient.call_api`` (TLS and fixed credentials are the
+official client's), maps failures to :mod:`jobset_core.errors`, and retries as
+:func:`~jobset_core.client._core.retry_delay` decides. Each attempt carries the
+``Authorization`` header of :class:`~jobset_core.client._credentials.Credentials`, refreshed
+before it expires; a 401 refreshes it and sends the request once more, never in a loop.
 
 Two connection pools: short requests share one bounded pool; watches and followed logs, which
 hold a connection for minutes, get a pool of their own without a limit, so a thousand open
@@ -31,6 +33,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobset_core.client import _core
+from jobset_core.client._auth import Credential
 from jobset_core.client._core import (
     DEFAULT_RETRY,
     POD,
@@ -41,9 +44,10 @@ from jobset_core.client._core import (
     RetryPolicy,
     Selector,
 )
+from jobset_core.client._credentials import Credentials
 from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
-from jobset_core.client.config import ClientSettings, load_configuration
-from jobset_core.errors import ApiError, JobSetError, NotFound
+from jobset_core.client.config import ClientSettings, load_connection
+from jobset_core.errors import ApiError, JobSetError, NotFound, Unauthorized
 from jobset_core.resources import ApiResource
 
 __all__ = ["Client", "ClientStats"]
@@ -70,15 +74,20 @@ class ClientStats:
     Attributes:
         requests: Requests sent, by Kubernetes verb (``get``, ``list``, ``watch``, ``create``,
             ``patch``, ``delete``; pod logs count as ``get``), retries included.
-        retries: Requests sent again after a retryable failure.
+        retries: Requests sent again after a retryable failure (a 401 included).
         connections: TCP (TLS) connections opened, both pools.
         watches_open: Watches (and followed logs) streaming right now.
+        unauthorized: 401 answers (each followed by at most one more attempt).
+        credential_refreshes: Credentials obtained after the first (plugin runs, token
+            files read again).
     """
 
     requests: dict[str, int] = field(default_factory=dict)
     retries: int = 0
     connections: int = 0
     watches_open: int = 0
+    unauthorized: int = 0
+    credential_refreshes: int = 0
 
     @property
     def total(self) -> int:
@@ -93,6 +102,8 @@ class ClientStats:
             "retries": self.retries,
             "connections": self.connections,
             "watches_open": self.watches_open,
+            "unauthorized": self.unauthorized,
+            "credential_refreshes": self.credential_refreshes,
         }
 
 
@@ -126,6 +137,7 @@ class Client:
         self._rand = rand
         self._loading: asyncio.Lock | None = None
         self._pools: tuple[Any, Any] | None = None
+        self._credentials: Credentials | None = None
 
     async def aclose(self) -> None:
         """Close both connection pools."""
@@ -246,7 +258,7 @@ class Client:
             namespace, name, container=container, tail_lines=tail_lines, previous=previous
         )
         data: bytes = await self._retrying(
-            request, lambda: self._read(request, self._timeout, streaming=False)
+            request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
         return data.decode("utf-8", "replace")
 
@@ -264,7 +276,7 @@ class Client:
             namespace, name, container=container, tail_lines=tail_lines, follow=follow
         )
         response = await self._retrying(
-            request, lambda: self._call_api(request, None, streaming=follow)
+            request, lambda auth: self._call_api(request, None, auth, streaming=follow)
         )
         lines = LineBuffer()
         self.stats.watches_open += 1
@@ -307,7 +319,7 @@ class Client:
         if timeout_seconds is not None:
             read_timeout = min(_WATCH_SILENCE, timeout_seconds + _WATCH_GRACE)
         response = await self._retrying(
-            request, lambda: self._call_api(request, read_timeout, streaming=True)
+            request, lambda auth: self._call_api(request, read_timeout, auth, streaming=True)
         )
         self.stats.watches_open += 1
         try:
@@ -323,16 +335,27 @@ class Client:
     async def _send(self, request: Request) -> Any:
         """Send a request and decode its JSON answer, retrying as the policy says."""
         data = await self._retrying(
-            request, lambda: self._read(request, self._timeout, streaming=False)
+            request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
         return _core.decode_body(data)
 
-    async def _retrying(self, request: Request, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, request: Request, attempt: Callable[[Credential], Awaitable[T]]) -> T:
+        credentials = await self._credential_source()
+        reauthenticated = False
         for number in itertools.count(1):
             if number > 1:
                 self.stats.retries += 1
+            credential = await credentials.current()
+            self.stats.credential_refreshes = credentials.stats.refreshes
             try:
-                return await attempt()
+                return await attempt(credential)
+            except Unauthorized as refused:
+                self.stats.unauthorized += 1
+                fresh = await credentials.refused(credential, retried=reauthenticated)
+                if fresh is None:
+                    raise _explained(refused, credentials.label, reauthenticated) from None
+                reauthenticated = True
+                continue  # at once, with the fresh credential (one second chance only)
             except ApiError as answer:  # an error answer, already mapped by _call_api
                 delay = self._delay(request, number, answer)
                 if delay is None:
@@ -350,6 +373,12 @@ class Client:
             await self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _credential_source(self) -> Credentials:
+        if self._credentials is None:
+            await self._api(streaming=False)
+        assert self._credentials is not None
+        return self._credentials
+
     def _delay(self, request: Request, attempt: int, error: JobSetError) -> float | None:
         return _core.retry_delay(
             self._retry, attempt, error, idempotent=request.idempotent, rand=self._rand()
@@ -361,10 +390,11 @@ class Client:
                 self._loading = asyncio.Lock()
             async with self._loading:
                 if self._pools is None:
-                    configuration = await load_configuration(self.settings)
+                    connection = await load_connection(self.settings)
+                    self._credentials = connection.credentials
                     self._pools = (
-                        self._api_client(configuration, _REQUEST_POOL),
-                        self._api_client(configuration, 0),  # 0: no limit
+                        self._api_client(connection.configuration, _REQUEST_POOL),
+                        self._api_client(connection.configuration, 0),  # 0: no limit
                     )
         return self._pools[1 if streaming else 0]
 
@@ -389,9 +419,14 @@ class Client:
         self.stats.connections += 1
 
     async def _read(
-        self, request: Request, read_timeout: float | None, *, streaming: bool
+        self,
+        request: Request,
+        read_timeout: float | None,
+        credential: Credential,
+        *,
+        streaming: bool,
     ) -> bytes:
-        response = await self._call_api(request, read_timeout, streaming=streaming)
+        response = await self._call_api(request, read_timeout, credential, streaming=streaming)
         try:
             data: bytes = await response.read()
             return data
@@ -399,19 +434,27 @@ class Client:
             response.release()
 
     async def _call_api(
-        self, request: Request, read_timeout: float | None, *, streaming: bool
+        self,
+        request: Request,
+        read_timeout: float | None,
+        credential: Credential,
+        *,
+        streaming: bool,
     ) -> Any:
         """Open the request; an error answer is read, released and raised as our error."""
         api = await self._api(streaming=streaming)
         self.stats.requests[request.verb] = self.stats.requests.get(request.verb, 0) + 1
         accept = "application/json" if request.resource != "pods/log" else "*/*"
+        headers = {"Content-Type": request.content_type, "Accept": accept}
+        if credential.header is not None:
+            headers["Authorization"] = credential.header
         response = await api.call_api(
             request.path,
             request.method,
             query_params=list(request.query),
-            header_params={"Content-Type": request.content_type, "Accept": accept},
+            header_params=headers,
             body=request.body,
-            auth_settings=["BearerToken"],
+            auth_settings=[],  # the header above: our credentials, refreshed
             _return_http_data_only=True,
             _preload_content=False,
             _request_timeout=(_CONNECT_TIMEOUT, read_timeout),
@@ -424,6 +467,13 @@ class Client:
             response.release()
         now = _dt.datetime.now(_dt.timezone.utc)
         raise _core.error_from_response(response.status, response.headers, body, now=now)
+
+
+def _explained(refused: Unauthorized, source: str, refreshed: bool) -> Unauthorized:
+    """The 401 with the credentials' source named (never the credential)."""
+    what = "refreshed after a first 401 and refused again" if refreshed else "refused"
+    message = f"{refused.message} ({source}: {what})".strip()
+    return Unauthorized(refused.status, refused.reason, message, refused.details)
 
 
 def _api_error(request: Request, exc: Any) -> JobSetError:

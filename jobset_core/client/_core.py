@@ -1,10 +1,9 @@
 """The pure half of the client layer: requests as values, answers as typed results.
 
-Nothing here performs I/O, sleeps, logs or reads a clock. The sync and async shells
-(:mod:`jobset_core.client.sync`, :mod:`jobset_core.client.aio`) build a :class:`Request` here,
-hand it to the official client, and bring the answer back here to be decoded, mapped to our
-error tree, or judged for a retry. Keeping every decision on this side means the two shells can
-only differ in how they wait, never in what they decide.
+Nothing here performs I/O, sleeps, logs or reads a clock. The client
+(:mod:`jobset_core.client._client`) builds a :class:`Request` here, hands it to the official
+client, and brings the answer back here to be decoded, mapped to our error tree, or judged for
+a retry; :mod:`jobset_core.client._auth` is the same for credentials.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from jobset_core.errors import (
     NotFound,
     ServerError,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
 )
 from jobset_core.models import JobSet, to_plain
@@ -86,6 +86,7 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 _TEXT_LIMIT = 256
 _ERROR_CLASSES: dict[int, type[ApiError]] = {
+    401: Unauthorized,
     403: Forbidden,
     404: NotFound,
     409: Conflict,

@@ -31,6 +31,7 @@ from jobset_core.errors import (
     Problem,
     ServerError,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
 )
 from jobset_core.models import JobSet
@@ -333,7 +334,7 @@ INVALID_DETAILS = {
     ("status", "reason", "cls"),
     [
         pytest.param(400, "BadRequest", ApiError, id="400-plain-ApiError"),
-        pytest.param(401, "Unauthorized", ApiError, id="401-plain-ApiError"),
+        pytest.param(401, "Unauthorized", Unauthorized, id="401-Unauthorized"),
         pytest.param(403, "Forbidden", Forbidden, id="403-Forbidden"),
         pytest.param(404, "NotFound", NotFound, id="404-NotFound"),
         pytest.param(409, "AlreadyExists", Conflict, id="409-AlreadyExists"),
