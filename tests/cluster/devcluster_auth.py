@@ -3,9 +3,11 @@
 
 * **A token webhook of ours** (component ``authn``, HTTPS on 127.0.0.1): the kube-apiserver
   asks it about every bearer token that is not a service-account token
-  (``--authentication-token-webhook-config-file``, cache TTL 0, so an expired token is refused
-  at once). It accepts the tokens :func:`mint` issues, until they expire, as the user and
-  groups they name, and refuses everything else. Other tests never meet it: client
+  (``--authentication-token-webhook-config-file``, webhook cache TTL 0). The API server still
+  keeps a successful check of a token for 10 s (its built-in token cache, no flag), so a token
+  is refused from its expiry on, or 10 s after its first use, whichever is later. It accepts
+  the tokens :func:`mint` issues as the user and groups they name, and refuses everything
+  else. Other tests never meet it: client
   certificates and service-account tokens are accepted before the webhook is asked.
 * **Tokens that expire**: ``devcluster_auth.py token --user U --ttl N`` prints an
   ``ExecCredential`` with a fresh token valid for ``N`` seconds: the command of an exec-plugin
@@ -50,6 +52,7 @@ __all__ = [
     "prepare",
     "token_file_kubeconfig",
     "verify",
+    "write_atomically",
 ]
 
 HERE = Path(__file__).resolve()
@@ -123,7 +126,7 @@ def apiserver_flags(root: Path) -> list[str]:
     return [
         f"--authentication-token-webhook-config-file={folder / 'webhook.kubeconfig'}",
         "--authentication-token-webhook-version=v1",
-        # 0 bypasses the cache: a token is refused the moment it expires.
+        # 0: no webhook cache (the API server's own 10 s success cache stays).
         "--authentication-token-webhook-cache-ttl=0s",
         f"--audit-policy-file={folder / 'audit-policy.json'}",
         f"--audit-log-path={root / 'logs' / 'audit.log'}",
@@ -212,7 +215,7 @@ def _exec_credential(token: str, expires: int) -> str:
     )
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -227,7 +230,7 @@ def rotate_token_file(
     ``fraction`` of the current one's lifetime is gone, as the kubelet does."""
     while True:
         token, _ = mint(root, user, groups, ttl)
-        _write_atomically(path, token)
+        write_atomically(path, token)
         time.sleep(max(0.1, ttl * fraction))
 
 
@@ -287,7 +290,7 @@ def exec_kubeconfig(
         "interactiveMode": "Never",
     }
     config = _kubeconfig(root, server, {"exec": plugin}, namespace)
-    _write_atomically(path, json.dumps(config, indent=2))
+    write_atomically(path, json.dumps(config, indent=2))
     return path
 
 
@@ -301,7 +304,7 @@ def token_file_kubeconfig(
 ) -> Path:
     """A kubeconfig whose user reads ``token_file`` (kept fresh by ``token-file``)."""
     config = _kubeconfig(root, server, {"tokenFile": str(token_file)}, namespace)
-    _write_atomically(path, json.dumps(config, indent=2))
+    write_atomically(path, json.dumps(config, indent=2))
     return path
 
 

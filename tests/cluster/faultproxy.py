@@ -72,6 +72,7 @@ class ProxyStats:
 class _Stream:
     response: web.StreamResponse
     request: web.Request
+    watch: bool
     cut: asyncio.Event = field(default_factory=asyncio.Event)
     mode: str = "gone"
 
@@ -115,15 +116,16 @@ class FaultProxy:
         self._throttle_fraction = fraction
         self._throttle_until = time.monotonic() + seconds
 
-    def cut_watches(self, mode: str = "gone") -> int:
+    def cut_watches(self, mode: str = "gone", *, logs: bool = True) -> int:
         """End every open watch (``gone``: a 410 ERROR event first; ``drop``: the connection
-        just closes) and every followed log (closed). Returns how many were cut."""
+        just closes) and, unless ``logs`` is false, every followed log (closed). Returns how
+        many were cut."""
         if mode not in ("gone", "drop"):
             raise ValueError(f"unknown cut mode {mode!r}")
         loop = self._loop
         if loop is None:
             return 0
-        return asyncio.run_coroutine_threadsafe(self._cut(mode), loop).result(10)
+        return asyncio.run_coroutine_threadsafe(self._cut(mode, logs=logs), loop).result(10)
 
     def open_streams(self) -> int:
         """Watches and log streams open right now."""
@@ -188,8 +190,8 @@ class FaultProxy:
         if self._session is not None:
             await self._session.close()
 
-    async def _cut(self, mode: str) -> int:
-        streams = list(self._streams)
+    async def _cut(self, mode: str, *, logs: bool = True) -> int:
+        streams = [s for s in self._streams if logs or s.watch]
         for stream in streams:
             stream.mode = mode
             stream.cut.set()
@@ -248,7 +250,7 @@ class FaultProxy:
         *,
         watch: bool,
     ) -> None:
-        stream = _Stream(response, request)
+        stream = _Stream(response, request, watch)
         self._streams.add(stream)
         copier = asyncio.ensure_future(_copy(upstream, response))
         cut = asyncio.ensure_future(stream.cut.wait())
