@@ -61,6 +61,7 @@ class ProxyStats:
     cut_gone: int = 0
     cut_dropped: int = 0
     upstream_down: int = 0
+    client_gone: int = 0
     by_verb: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> dict[str, Any]:
@@ -225,8 +226,8 @@ class FaultProxy:
             self.stats.upstream_down += 1
             _drop(request)  # as a dead server: no answer at all
             raise web.HTTPServiceUnavailable() from None
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         try:
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
                 if key.lower() not in _HOP_BY_HOP:
                     response.headers.add(key, value)
@@ -238,6 +239,9 @@ class FaultProxy:
             if watch:
                 self.stats.watches += 1
             await self._stream(request, upstream, response, watch=watch)
+            return response
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            self.stats.client_gone += 1  # the client went away first (killed, timed out)
             return response
         finally:
             upstream.release()
