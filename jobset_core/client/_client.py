@@ -138,6 +138,8 @@ class Client:
         self._loading: asyncio.Lock | None = None
         self._pools: tuple[Any, Any] | None = None
         self._credentials: Credentials | None = None
+        #: The calls (verb, resource, namespace) the API server allowed this client.
+        self._allowed: set[tuple[str, str, str]] = set()
 
     async def aclose(self) -> None:
         """Close both connection pools."""
@@ -348,7 +350,9 @@ class Client:
             credential = await credentials.current()
             self.stats.credential_refreshes = credentials.stats.refreshes
             try:
-                return await attempt(credential)
+                answer = await attempt(credential)
+                self._allowed.add(request.permission)
+                return answer
             except Unauthorized as refused:
                 self.stats.unauthorized += 1
                 fresh = await credentials.refused(credential, retried=reauthenticated)
@@ -381,7 +385,12 @@ class Client:
 
     def _delay(self, request: Request, attempt: int, error: JobSetError) -> float | None:
         return _core.retry_delay(
-            self._retry, attempt, error, idempotent=request.idempotent, rand=self._rand()
+            self._retry,
+            attempt,
+            error,
+            idempotent=request.idempotent,
+            rand=self._rand(),
+            allowed_before=request.permission in self._allowed,
         )
 
     async def _api(self, *, streaming: bool) -> Any:

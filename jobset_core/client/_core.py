@@ -124,6 +124,14 @@ class Request:
         """Whether repeating the call after a lost answer cannot change anything."""
         return self.method == "GET"
 
+    @property
+    def permission(self) -> tuple[str, str, str]:
+        """What RBAC decides this call on: the verb, the resource and the namespace (``""``
+        for a cluster-wide call)."""
+        parts = self.path.split("/")
+        namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts[:-1] else ""
+        return (self.verb, self.resource, namespace)
+
 
 @dataclass(frozen=True)
 class ObjectList(Generic[T]):
@@ -599,6 +607,7 @@ def retry_delay(
     *,
     idempotent: bool,
     rand: float,
+    allowed_before: bool = False,
 ) -> float | None:
     """Decide whether to try again after ``attempt`` (1-based) failed with ``error``.
 
@@ -609,14 +618,21 @@ def retry_delay(
         idempotent: Whether the request is a read (only those are retried on :class:`Unreachable`:
             a lost answer to a write may hide a success).
         rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
+        allowed_before: Whether the same identity was allowed the same call (verb, resource,
+            namespace) before: a 403 then is retried like a server error, since an API server
+            that has just started refuses everything until its authorizer's caches are filled
+            (about a second), and a Role is rarely taken away in the middle of a wait. A 403
+            that outlasts the retries surfaces.
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
     """
     if attempt >= policy.max_attempts:
         return None
-    retryable = isinstance(error, (TooManyRequests, ServerError)) or (
-        idempotent and isinstance(error, Unreachable)
+    retryable = (
+        isinstance(error, (TooManyRequests, ServerError))
+        or (idempotent and isinstance(error, Unreachable))
+        or (allowed_before and isinstance(error, Forbidden))
     )
     if not retryable:
         return None

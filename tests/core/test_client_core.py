@@ -15,6 +15,7 @@ from jobset_core.client._core import (
     JOBSET,
     POD,
     SERVICE,
+    Request,
     RetryPolicy,
     error_from_response,
     parse_retry_after,
@@ -508,6 +509,37 @@ def test_retry_delay(
     attempt: int, error: Any, idempotent: bool, rand: float, delay: float | None
 ) -> None:
     assert retry_delay(POLICY, attempt, error, idempotent=idempotent, rand=rand) == delay
+
+
+@pytest.mark.parametrize(
+    ("allowed_before", "attempt", "delay"),
+    [
+        pytest.param(False, 1, None, id="never-allowed-surfaces-at-once"),
+        pytest.param(True, 1, 1.0, id="allowed-before-retried"),
+        pytest.param(True, 3, 4.0, id="allowed-before-backs-off"),
+        pytest.param(True, 4, None, id="allowed-before-but-it-lasts"),
+    ],
+)
+def test_a_403_of_a_call_allowed_before_is_retried_for_a_while(
+    allowed_before: bool, attempt: int, delay: float | None
+) -> None:
+    """A restarted API server refuses everything until its RBAC caches are filled."""
+    got = retry_delay(
+        POLICY, attempt, Forbidden(403), idempotent=True, rand=0.5, allowed_before=allowed_before
+    )
+    assert got == delay
+
+
+@pytest.mark.parametrize(
+    ("path", "permission"),
+    [
+        pytest.param("/api/v1/namespaces/ns/pods", ("list", "pods", "ns"), id="namespaced"),
+        pytest.param("/api/v1/pods", ("list", "pods", ""), id="cluster-wide"),
+        pytest.param("/apis/batch/v1/namespaces/ns/jobs/j", ("list", "pods", "ns"), id="named"),
+    ],
+)
+def test_the_permission_a_request_needs(path: str, permission: tuple[str, str, str]) -> None:
+    assert Request("GET", path, verb="list", resource="pods").permission == permission
 
 
 def test_backoff_is_capped() -> None:
