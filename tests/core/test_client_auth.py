@@ -421,3 +421,25 @@ async def test_an_unreadable_token_file_is_named(tmp_path: Path) -> None:
         path.unlink()
     with pytest.raises(ConfigError, match=r"the in-cluster service account token\): cannot read"):
         await creds.start()
+
+
+async def test_the_in_cluster_token_is_read_again_when_the_kubelet_rotates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A projected service-account token: the official loader reads it once; ours again."""
+    from jobset_core.client import config
+    from jobset_core.client.config import ClientSettings, load_connection
+
+    (tmp_path / "token").write_text("first")
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")
+    monkeypatch.setattr(config, "_SA_DIR", tmp_path)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    connection = await load_connection(ClientSettings(in_cluster=True))
+    assert connection.configuration.host == "https://10.0.0.1:443"
+    assert isinstance(connection.credentials.plan, TokenFile)
+    assert (await connection.credentials.current()).header == "Bearer first"
+    replaced = tmp_path / "token.new"
+    replaced.write_text("second")
+    os.replace(replaced, tmp_path / "token")  # the kubelet swaps the file atomically
+    assert (await connection.credentials.current()).header == "Bearer second"
