@@ -17,7 +17,7 @@ import yaml
 
 from tests.cluster import devcluster_auth
 
-__all__ = ["AIRFLOW_ROLES", "Identity", "bind_role", "identity", "role_rules"]
+__all__ = ["AIRFLOW_ROLES", "Identity", "bind_role", "identity", "least_privilege", "role_rules"]
 
 REPO = Path(__file__).resolve().parents[2]
 #: The Roles the Airflow provider ships, by their file stem.
@@ -113,3 +113,21 @@ def bind_role(
                 {"kind": "ServiceAccount", "name": who.account, "namespace": who.namespace}
             ]
             api.create_namespaced_role_binding(namespace, body)
+
+
+def least_privilege(
+    devcluster: Any,
+    namespace: str,
+    folder: Path,
+    account: str,
+    roles: Iterable[str],
+    *,
+    ttl: float = 30.0,
+) -> Identity:
+    """A service account of ``namespace`` bound there to nothing but the shipped ``roles``,
+    with tokens of ``ttl`` seconds (a test that runs as it outlives a few of them)."""
+    assert devcluster.state_dir is not None, "short-lived tokens need the devcluster's webhook"
+    who = identity(devcluster.state_dir, folder, namespace, account, ttl=ttl)
+    for role in roles:
+        bind_role(devcluster, namespace, role, who)
+    return who
