@@ -290,9 +290,9 @@ def run_soak(plan: Plan, dc: DevCluster, *, log: Any = print) -> Soak:
                 "scheduler": {"AIRFLOW_CONN_KUBERNETES_DEFAULT": who["worker"].connection()},
                 "triggerer": {"AIRFLOW_CONN_KUBERNETES_DEFAULT": who["triggerer"].connection()},
             }
-            with airflow_processes(
-                dags, parallelism=len(plan.tasks) + 4, process_env=process_env
-            ) as ctx:
+            # A worker-mode wait holds a slot; a deferred task needs one to start and resume.
+            slots = sum(1 for t in plan.tasks if t.mode == "worker") + 6
+            with airflow_processes(dags, parallelism=slots, process_env=process_env) as ctx:
                 soak.airflow_home = str(ctx.home)
                 ctx.wait_parsed(DAG_ID)
                 ctx.cli("dags", "unpause", DAG_ID)
@@ -342,18 +342,24 @@ START_TIMEOUT = 240.0
 
 
 def _all_waiting(ctx: AirflowProcesses, soak: Soak) -> int:
-    """Until every task has started its wait (in a worker, or deferred): the faults strike
-    inside the runs. How many had (all of them, unless Airflow took too long)."""
+    """Until every task has started its wait (its JobSet or anchor exists: Airflow says
+    "running" well before a loaded worker reaches ``execute``), so the faults strike inside
+    the runs. How many had (all of them, unless Airflow took too long)."""
     deadline = time.time() + START_TIMEOUT
     while True:
+        created = {seen.task_id for seen in list(soak.seen.values())}
         try:
-            tis = _task_instances(ctx)
+            done = {ti["task_id"] for ti in _task_instances(ctx) if ti["state"] in _ENDED}
         except OSError:  # the API server starting
-            tis = []
-        waiting = sum(1 for ti in tis if ti["state"] not in (None, "scheduled", "queued"))
+            done = set()
+        waiting = len(created | done)
         if waiting >= len(soak.plan.tasks) or time.time() > deadline:
+            time.sleep(3)  # the waits open their watches
             return waiting
         time.sleep(2)
+
+
+_ENDED = ("success", "failed", "up_for_retry", "upstream_failed")
 
 
 def _wait_for_the_run(ctx: AirflowProcesses, soak: Soak) -> None:
