@@ -234,20 +234,8 @@ def webhook_stats(state: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def proxy(devcluster: Any) -> Iterator[FaultProxy]:
-    stop = threading.Event()
-    with FaultProxy(devcluster.state_dir) as running:
-
-        def cutter() -> None:
-            while not stop.wait(CUT_EVERY):
-                running.cut_watches("gone", logs=False)
-
-        thread = threading.Thread(target=cutter, daemon=True)
-        thread.start()
-        try:
-            yield running
-        finally:
-            stop.set()
-            thread.join(10)
+    with FaultProxy(devcluster.state_dir) as running, running.cutting(CUT_EVERY, logs=False):
+        yield running
 
 
 def make_identities(devcluster: Any, proxy: FaultProxy, folder: Path, home: str) -> list[Who]:

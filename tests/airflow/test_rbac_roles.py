@@ -606,20 +606,8 @@ def refused(events: list[dict], case: Case, user: str) -> set[tuple[str, str, st
 @pytest.fixture
 def proxy(devcluster: Any) -> Iterator[FaultProxy]:
     """The proxy every identity talks through; it cuts all open watches every few seconds."""
-    stop = threading.Event()
-    with FaultProxy(devcluster.state_dir) as running:
-
-        def cutter() -> None:
-            while not stop.wait(CUT_EVERY):
-                running.cut_watches("gone")
-
-        thread = threading.Thread(target=cutter, daemon=True)
-        thread.start()
-        try:
-            yield running
-        finally:
-            stop.set()
-            thread.join(10)
+    with FaultProxy(devcluster.state_dir) as running, running.cutting(CUT_EVERY):
+        yield running
 
 
 def test_the_roles_are_enough_and_every_verb_is_needed(

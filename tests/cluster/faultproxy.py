@@ -128,6 +128,24 @@ class FaultProxy:
             return 0
         return asyncio.run_coroutine_threadsafe(self._cut(mode, logs=logs), loop).result(10)
 
+    @contextlib.contextmanager
+    def cutting(self, every: float, *, logs: bool = True) -> Iterator[FaultProxy]:
+        """Cut every open watch with 410 Gone every ``every`` seconds while the block runs
+        (from a thread of its own), and followed logs unless ``logs`` is false."""
+        stop = threading.Event()
+
+        def cutter() -> None:
+            while not stop.wait(every):
+                self.cut_watches("gone", logs=logs)
+
+        thread = threading.Thread(target=cutter, name="faultproxy-cutter", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(10)
+
     def open_streams(self) -> int:
         """Watches and log streams open right now."""
         return len(self._streams)

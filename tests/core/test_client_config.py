@@ -152,6 +152,9 @@ async def test_reads_are_retried_then_unreachable() -> None:
         with pytest.raises(Unreachable, match="during create"):
             await client.create(CONFIG_MAP, {"metadata": {"name": "x"}}, namespace="ns")
         assert slept == []  # a lost answer to a write may hide a success: never retried
+        with pytest.raises(Unreachable, match="during delete"):
+            await client.delete(CONFIG_MAP, "x", namespace="ns")
+        assert slept == [0.25, 0.5]  # a second delete finds it gone: retried like a read
         with pytest.raises(Unreachable, match="during watch"):
             await anext(aiter(client.watch(JOB, namespace="ns")))
 
