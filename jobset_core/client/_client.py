@@ -23,6 +23,7 @@ import copy
 import datetime as _dt
 import itertools
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -57,6 +58,8 @@ Obj = dict[str, Any]
 Body = Mapping[str, Any] | Any
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+#: For this long after the API server could not be reached, a 403 may be its restart's.
+_RESTART_GRACE = 60.0
 _CONNECT_TIMEOUT = 10.0
 #: A watch whose socket stays silent this much longer than the watch's own timeout is dead.
 _WATCH_GRACE = 30.0
@@ -140,6 +143,8 @@ class Client:
         self._credentials: Credentials | None = None
         #: The calls (verb, resource, namespace) the API server allowed this client.
         self._allowed: set[tuple[str, str, str]] = set()
+        #: When the API server last could not be reached (``time.monotonic()``).
+        self._unreachable_at: float | None = None
 
     async def aclose(self) -> None:
         """Close both connection pools."""
@@ -370,6 +375,7 @@ class Client:
                 if delay is None:
                     raise error from exc
             except _TRANSPORT_ERRORS as exc:
+                self._unreachable_at = time.monotonic()
                 error = _core.unreachable(request, exc)
                 delay = self._delay(request, number, error)
                 if delay is None:
@@ -390,8 +396,13 @@ class Client:
             error,
             idempotent=request.idempotent,
             rand=self._rand(),
-            allowed_before=request.permission in self._allowed,
+            forbidden_may_pass=request.permission in self._allowed or self._restarted_lately(),
         )
+
+    def _restarted_lately(self) -> bool:
+        """Whether the API server could not be reached moments ago (it may be restarting)."""
+        lost = self._unreachable_at
+        return lost is not None and time.monotonic() - lost < _RESTART_GRACE
 
     async def _api(self, *, streaming: bool) -> Any:
         if self._pools is None:

@@ -611,7 +611,7 @@ def retry_delay(
     *,
     idempotent: bool,
     rand: float,
-    allowed_before: bool = False,
+    forbidden_may_pass: bool = False,
 ) -> float | None:
     """Decide whether to try again after ``attempt`` (1-based) failed with ``error``.
 
@@ -622,11 +622,12 @@ def retry_delay(
         idempotent: Whether the request is a read or a delete (only those are retried on
             :class:`Unreachable`: a lost answer to a create or patch may hide a success).
         rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
-        allowed_before: Whether the same identity was allowed the same call (verb, resource,
-            namespace) before: a 403 then is retried like a server error, since an API server
-            that has just started refuses everything until its authorizer's caches are filled
-            (about a second), and a Role is rarely taken away in the middle of a wait. A 403
-            that outlasts the retries surfaces.
+        forbidden_may_pass: Whether a 403 may be a restarted API server's: the same identity
+            was allowed the same call (verb, resource, namespace) before, or the server could
+            not be reached moments ago. A 403 then is retried like a server error, since an
+            API server that has just started refuses everything until its authorizer's caches
+            are filled (about a second), and a Role is rarely taken away in the middle of a
+            wait. A 403 that outlasts the retries surfaces.
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
@@ -636,7 +637,7 @@ def retry_delay(
     retryable = (
         isinstance(error, (TooManyRequests, ServerError))
         or (idempotent and isinstance(error, Unreachable))
-        or (allowed_before and isinstance(error, Forbidden))
+        or (forbidden_may_pass and isinstance(error, Forbidden))
     )
     if not retryable:
         return None

@@ -512,20 +512,20 @@ def test_retry_delay(
 
 
 @pytest.mark.parametrize(
-    ("allowed_before", "attempt", "delay"),
+    ("may_pass", "attempt", "delay"),
     [
         pytest.param(False, 1, None, id="never-allowed-surfaces-at-once"),
-        pytest.param(True, 1, 1.0, id="allowed-before-retried"),
-        pytest.param(True, 3, 4.0, id="allowed-before-backs-off"),
-        pytest.param(True, 4, None, id="allowed-before-but-it-lasts"),
+        pytest.param(True, 1, 1.0, id="allowed-before-or-restart-retried"),
+        pytest.param(True, 3, 4.0, id="backs-off"),
+        pytest.param(True, 4, None, id="but-it-lasts"),
     ],
 )
-def test_a_403_of_a_call_allowed_before_is_retried_for_a_while(
-    allowed_before: bool, attempt: int, delay: float | None
+def test_a_403_that_may_be_a_restarts_is_retried_for_a_while(
+    may_pass: bool, attempt: int, delay: float | None
 ) -> None:
     """A restarted API server refuses everything until its RBAC caches are filled."""
     got = retry_delay(
-        POLICY, attempt, Forbidden(403), idempotent=True, rand=0.5, allowed_before=allowed_before
+        POLICY, attempt, Forbidden(403), idempotent=True, rand=0.5, forbidden_may_pass=may_pass
     )
     assert got == delay
 
