@@ -48,7 +48,7 @@ from jobset_core.client._core import (
 from jobset_core.client._credentials import Credentials
 from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
 from jobset_core.client.config import ClientSettings, load_connection
-from jobset_core.errors import ApiError, JobSetError, NotFound, Unauthorized
+from jobset_core.errors import ApiError, JobSetError, NotFound, ServerError, Unauthorized
 from jobset_core.resources import ApiResource
 
 __all__ = ["Client", "ClientStats"]
@@ -288,7 +288,7 @@ class Client:
         lines = LineBuffer()
         self.stats.watches_open += 1
         try:
-            async for chunk in _chunks(request, response):
+            async for chunk in self._chunks(request, response):
                 for line in lines.feed(chunk):
                     yield line.decode("utf-8", "replace")
             rest = lines.flush()
@@ -330,7 +330,7 @@ class Client:
         )
         self.stats.watches_open += 1
         try:
-            async for chunk in _chunks(request, response):
+            async for chunk in self._chunks(request, response):
                 for event in state.feed(chunk):
                     yield event
             for event in state.close():
@@ -366,6 +366,8 @@ class Client:
                 reauthenticated = True
                 continue  # at once, with the fresh credential (one second chance only)
             except ApiError as answer:  # an error answer, already mapped by _call_api
+                if isinstance(answer, ServerError):  # e.g. a server that is starting
+                    self._unreachable_at = time.monotonic()
                 delay = self._delay(request, number, answer)
                 if delay is None:
                     raise
@@ -398,6 +400,14 @@ class Client:
             rand=self._rand(),
             forbidden_may_pass=request.permission in self._allowed or self._restarted_lately(),
         )
+
+    async def _chunks(self, request: Request, response: Any) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.content.iter_any():
+                yield chunk
+        except _TRANSPORT_ERRORS as exc:
+            self._unreachable_at = time.monotonic()  # a stream cut: the server may be going
+            raise _core.unreachable(request, exc) from exc
 
     def _restarted_lately(self) -> bool:
         """Whether the API server could not be reached moments ago (it may be restarting)."""
@@ -501,11 +511,3 @@ def _api_error(request: Request, exc: Any) -> JobSetError:
         return _core.unreachable(request, exc)
     now = _dt.datetime.now(_dt.timezone.utc)
     return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
-
-
-async def _chunks(request: Request, response: Any) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in response.content.iter_any():
-            yield chunk
-    except _TRANSPORT_ERRORS as exc:
-        raise _core.unreachable(request, exc) from exc

@@ -602,6 +602,8 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
+#: Attempts in total for a 403 that is not known to be transient (see :func:`retry_delay`).
+FORBIDDEN_ATTEMPTS = 4
 
 
 def retry_delay(
@@ -622,22 +624,26 @@ def retry_delay(
         idempotent: Whether the request is a read or a delete (only those are retried on
             :class:`Unreachable`: a lost answer to a create or patch may hide a success).
         rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
-        forbidden_may_pass: Whether a 403 may be a restarted API server's: the same identity
-            was allowed the same call (verb, resource, namespace) before, or the server could
-            not be reached moments ago. A 403 then is retried like a server error, since an
-            API server that has just started refuses everything until its authorizer's caches
-            are filled (about a second), and a Role is rarely taken away in the middle of a
-            wait. A 403 that outlasts the retries surfaces.
+        forbidden_may_pass: Whether a 403 is likely a restarted API server's: the same
+            identity was allowed the same call (verb, resource, namespace) before, or the
+            server could not be reached moments ago. An API server that has just started
+            refuses everything until its authorizer's caches are filled (a second or two, more
+            on a loaded machine), so a 403 is retried: for :data:`FORBIDDEN_ATTEMPTS` attempts
+            (about 3.5 s by default; a missing permission surfaces that much later), or like
+            a server error when it is likely transient (a Role is rarely taken away in the
+            middle of a wait). A 403 that outlasts the retries surfaces.
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
     """
     if attempt >= policy.max_attempts:
         return None
+    if isinstance(error, Forbidden) and not forbidden_may_pass and attempt >= FORBIDDEN_ATTEMPTS:
+        return None
     retryable = (
         isinstance(error, (TooManyRequests, ServerError))
         or (idempotent and isinstance(error, Unreachable))
-        or (forbidden_may_pass and isinstance(error, Forbidden))
+        or isinstance(error, Forbidden)
     )
     if not retryable:
         return None

@@ -482,7 +482,7 @@ LOST = Unreachable("connection refused")
         pytest.param(1, NotFound(404), True, 0.5, None, id="404-not-retried"),
         pytest.param(1, Conflict(409), True, 0.5, None, id="409-not-retried"),
         pytest.param(1, Invalid(422), False, 0.5, None, id="422-not-retried"),
-        pytest.param(1, Forbidden(403), True, 0.5, None, id="403-not-retried"),
+        pytest.param(1, Forbidden(403), True, 0.5, 1.0, id="403-retried-a-little"),
         pytest.param(1, Gone(410), True, 0.5, None, id="410-not-retried"),
         pytest.param(
             1,
@@ -514,18 +514,20 @@ def test_retry_delay(
 @pytest.mark.parametrize(
     ("may_pass", "attempt", "delay"),
     [
-        pytest.param(False, 1, None, id="never-allowed-surfaces-at-once"),
-        pytest.param(True, 1, 1.0, id="allowed-before-or-restart-retried"),
-        pytest.param(True, 3, 4.0, id="backs-off"),
-        pytest.param(True, 4, None, id="but-it-lasts"),
+        pytest.param(False, 1, 1.0, id="retried-a-little"),
+        pytest.param(False, 3, 4.0, id="a-few-seconds"),
+        pytest.param(False, 4, None, id="never-allowed-surfaces-then"),
+        pytest.param(True, 4, 8.0, id="allowed-before-or-restart-retried-longer"),
+        pytest.param(True, 6, None, id="but-it-lasts"),
     ],
 )
 def test_a_403_that_may_be_a_restarts_is_retried_for_a_while(
     may_pass: bool, attempt: int, delay: float | None
 ) -> None:
     """A restarted API server refuses everything until its RBAC caches are filled."""
+    policy = RetryPolicy(max_attempts=6, base_delay=1.0, max_delay=10.0, jitter=0.5)
     got = retry_delay(
-        POLICY, attempt, Forbidden(403), idempotent=True, rand=0.5, forbidden_may_pass=may_pass
+        policy, attempt, Forbidden(403), idempotent=True, rand=0.5, forbidden_may_pass=may_pass
     )
     assert got == delay
 
