@@ -575,8 +575,9 @@ def unreachable(request: Request, error: BaseException) -> Unreachable:
 @dataclass(frozen=True)
 class RetryPolicy:
     """How throttling (429), server errors (5xx) and lost answers to reads and deletes are
-    retried. The default (six attempts, 0.5 s doubling) keeps trying for about 15 s: long
-    enough for an API server that restarts.
+    retried. The default (seven attempts, 0.5 s doubling up to 10 s) keeps trying for about
+    25 s: long enough for an API server that restarts on a loaded machine (the soak saw one
+    refuse connections, then answer 503 while it installed its paths, for 19 s).
 
     Attributes:
         max_attempts: Attempts in total, the first one included (1 disables retries).
@@ -587,7 +588,7 @@ class RetryPolicy:
         max_retry_after: The longest ``Retry-After`` honoured; longer ones surface the error.
     """
 
-    max_attempts: int = 6
+    max_attempts: int = 7
     base_delay: float = 0.5
     multiplier: float = 2.0
     max_delay: float = 10.0
