@@ -224,8 +224,16 @@ def strike(
             raise RuntimeError("no watch was open to be cut")
         return f"{cut} watches and followed logs cut (410 Gone)"
     if name == "throttle-429":
+        # Open watches send nothing: cut them as the burst begins, so the reconnects (lists
+        # and watches) meet it, as a reconnect storm meets priority and fairness.
+        before = proxy.stats.throttled
         proxy.throttle(6.0, retry_after=1, fraction=0.7)
-        return "429 (Retry-After: 1) to 70% of the requests for 6s"
+        cut = proxy.cut_watches("gone", logs=False)
+        time.sleep(6.0)
+        refused = proxy.stats.throttled - before
+        if not refused:
+            raise RuntimeError("the burst met no request")
+        return f"429 (Retry-After: 1) to 70% for 6s, {cut} watches cut: {refused} refused"
     raise ValueError(f"unknown fault {name!r}")
 
 
