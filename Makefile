@@ -7,7 +7,7 @@ KFP_PY := $(ROOT)/.venv/kfp/bin/python
 
 include tests/cluster/cluster.mk
 
-.PHONY: help venvs lint test test-unit fuzz bench demo clean
+.PHONY: help venvs lint test test-unit fuzz bench demo soak clean
 
 help:
 	@echo "make test       lint + all tests (both environments) against the local control plane"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-matrix  the Airflow adapter on every older Airflow 3 minor (devcluster)"
 	@echo "make fuzz       long differential fuzzing against the API server (JOBSET_FUZZ_EXAMPLES)"
 	@echo "make bench      the benchmarks against the cncf.kubernetes provider (docs/benchmarks.md)"
+	@echo "make soak       30+ JobSet tasks through real Airflow while components are killed (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make cluster-up / cluster-down / cluster-status"
 
 venvs:
@@ -56,6 +57,9 @@ bench: venvs
 
 demo: venvs
 	@scripts/demo.sh
+
+soak: venvs
+	@scripts/soak.sh
 
 .PHONY: docs test-matrix
 

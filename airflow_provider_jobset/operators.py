@@ -574,7 +574,7 @@ class JobSetOperator(BaseOperator):
                 )
         for pod, text in sorted(finished.pod_logs.items()):
             self.log.error("last lines of failed pod %s:\n%s", pod, text)
-        for problem in finished.problems:  # a refused delete, unreadable logs
+        for problem in finished.problems:  # a refused delete, logs that could not be read
             self.log.warning("%s", problem)
         if verdict.kind in ("completed", "failed"):
             self._store(task_state_store(context), run_handle(verdict), finished=True)

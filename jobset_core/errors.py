@@ -19,6 +19,7 @@ exit of a KFP step); the core never exits the process and never raises framework
     │   ├── CreationFailed   the controller cannot create a child object (JobCreationFailed...)
     │   └── JobSetGone       the JobSet was deleted, or replaced by a namesake, mid-wait
     └── ApiError             the API server said no; keeps the Kubernetes ``Status``
+        ├── Unauthorized     401 (the credentials were refreshed once and still refused)
         ├── Invalid          422 (causes listed)
         ├── Forbidden        403 (with an RBAC hint)
         ├── NotFound         404
@@ -63,6 +64,7 @@ __all__ = [
     "ServerError",
     "SpecError",
     "TooManyRequests",
+    "Unauthorized",
     "Unreachable",
     "WaitTimeout",
     "format_path",
@@ -251,6 +253,13 @@ class ApiError(JobSetError):
     def _text(self) -> str:
         head = f"{self.status} {self.reason}".strip()
         return f"{head}: {self.message}" if self.message else head
+
+
+class Unauthorized(ApiError):
+    """401: the API server did not accept the credentials. The client refreshes refreshable
+    credentials (an exec plugin's token, a token file) and tries once more before this
+    surfaces, so it means the identity has no valid credentials (expired, revoked, or a
+    plugin that keeps handing out refused tokens)."""
 
 
 class Invalid(ApiError):

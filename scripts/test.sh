@@ -18,12 +18,17 @@ if ! make --no-print-directory cluster-up; then
   exit 1
 fi
 trap 'step "devcluster: stop"; make --no-print-directory cluster-down' EXIT
+# Every log the suite writes is searched for credentials before the cluster (and the record
+# of the tokens it issued) goes away: pytest's output, its temporary folders, the Airflow
+# homes of the end-to-end tests, the devcluster's component logs.
+logs=$(mktemp -d -t jobset-test-logs-XXXXXX)
 
 run_pytest() {
   local side=$1; shift
   step "pytest, $side side: $*"
-  ".venv/$side/bin/python" -m pytest -p no:cacheprovider "$@"
-  local rc=$?
+  ".venv/$side/bin/python" -m pytest -p no:cacheprovider --basetemp="$logs/tmp-$side" "$@" \
+    2>&1 | tee -a "$logs/pytest-$side.log"
+  local rc=${PIPESTATUS[0]}
   # 5 = no tests collected: an empty side is a failure of this script, not a pass.
   [ $rc -eq 0 ] || status=1
 }
@@ -43,6 +48,12 @@ esac
 # sizes, on a devcluster of its own; no thresholds).
 run_pytest airflow "${airflow_select[@]}" tests/core tests/cluster tests/airflow tests/docs tests/bench
 run_pytest kfp "${kfp_select[@]}" tests/kfp tests/core tests/docs
+
+step "no credentials in any log of the suite"
+airflow_homes=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'jobset-*airflow*' -newer "$logs" 2>/dev/null)
+# shellcheck disable=SC2086
+python3 tests/cluster/logscan.py --state-dir "${DEVCLUSTER_STATE_DIR:-.devcluster}" \
+  "$logs" "${DEVCLUSTER_STATE_DIR:-.devcluster}/logs" $airflow_homes || status=1
 
 step "docs site (mkdocs build --strict)"
 make --no-print-directory docs || status=1

@@ -1,9 +1,11 @@
 """The one API client: a thin async shell over the official ``kubernetes_asyncio`` client.
 
 Every method builds a :class:`~jobset_core.client._core.Request` in the pure core, sends it
-through ``kubernetes_asyncio.client.ApiClient.call_api`` (so authentication, TLS and token
-loading are the official client's), maps failures to :mod:`jobset_core.errors`, and retries as
-:func:`~jobset_core.client._core.retry_delay` decides.
+through ``kubernetes_asyncio.client.ApiClient.call_api`` (TLS and fixed credentials are the
+official client's), maps failures to :mod:`jobset_core.errors`, and retries as
+:func:`~jobset_core.client._core.retry_delay` decides. Each attempt carries the
+``Authorization`` header of :class:`~jobset_core.client._credentials.Credentials`, refreshed
+before it expires; a 401 refreshes it and sends the request once more, never in a loop.
 
 Two connection pools: short requests share one bounded pool; watches and followed logs, which
 hold a connection for minutes, get a pool of their own without a limit, so a thousand open
@@ -21,6 +23,7 @@ import copy
 import datetime as _dt
 import itertools
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -31,6 +34,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobset_core.client import _core
+from jobset_core.client._auth import Credential
 from jobset_core.client._core import (
     DEFAULT_RETRY,
     POD,
@@ -41,9 +45,10 @@ from jobset_core.client._core import (
     RetryPolicy,
     Selector,
 )
+from jobset_core.client._credentials import Credentials
 from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
-from jobset_core.client.config import ClientSettings, load_configuration
-from jobset_core.errors import ApiError, JobSetError, NotFound
+from jobset_core.client.config import ClientSettings, load_connection
+from jobset_core.errors import ApiError, JobSetError, NotFound, ServerError, Unauthorized
 from jobset_core.resources import ApiResource
 
 __all__ = ["Client", "ClientStats"]
@@ -53,6 +58,8 @@ Obj = dict[str, Any]
 Body = Mapping[str, Any] | Any
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+#: For this long after the API server could not be reached, a 403 may be its restart's.
+_RESTART_GRACE = 60.0
 _CONNECT_TIMEOUT = 10.0
 #: A watch whose socket stays silent this much longer than the watch's own timeout is dead.
 _WATCH_GRACE = 30.0
@@ -70,15 +77,20 @@ class ClientStats:
     Attributes:
         requests: Requests sent, by Kubernetes verb (``get``, ``list``, ``watch``, ``create``,
             ``patch``, ``delete``; pod logs count as ``get``), retries included.
-        retries: Requests sent again after a retryable failure.
+        retries: Requests sent again after a retryable failure (a 401 included).
         connections: TCP (TLS) connections opened, both pools.
         watches_open: Watches (and followed logs) streaming right now.
+        unauthorized: 401 answers (each followed by at most one more attempt).
+        credential_refreshes: Credentials obtained after the first (plugin runs, token
+            files read again).
     """
 
     requests: dict[str, int] = field(default_factory=dict)
     retries: int = 0
     connections: int = 0
     watches_open: int = 0
+    unauthorized: int = 0
+    credential_refreshes: int = 0
 
     @property
     def total(self) -> int:
@@ -93,6 +105,8 @@ class ClientStats:
             "retries": self.retries,
             "connections": self.connections,
             "watches_open": self.watches_open,
+            "unauthorized": self.unauthorized,
+            "credential_refreshes": self.credential_refreshes,
         }
 
 
@@ -126,6 +140,11 @@ class Client:
         self._rand = rand
         self._loading: asyncio.Lock | None = None
         self._pools: tuple[Any, Any] | None = None
+        self._credentials: Credentials | None = None
+        #: The calls (verb, resource, namespace) the API server allowed this client.
+        self._allowed: set[tuple[str, str, str]] = set()
+        #: When the API server last could not be reached (``time.monotonic()``).
+        self._unreachable_at: float | None = None
 
     async def aclose(self) -> None:
         """Close both connection pools."""
@@ -246,7 +265,7 @@ class Client:
             namespace, name, container=container, tail_lines=tail_lines, previous=previous
         )
         data: bytes = await self._retrying(
-            request, lambda: self._read(request, self._timeout, streaming=False)
+            request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
         return data.decode("utf-8", "replace")
 
@@ -268,12 +287,12 @@ class Client:
             namespace, name, container=container, tail_lines=tail_lines, follow=follow
         )
         response = await self._retrying(
-            request, lambda: self._call_api(request, None, streaming=follow)
+            request, lambda auth: self._call_api(request, None, auth, streaming=follow)
         )
         lines = LineBuffer(max_line_bytes)
         self.stats.watches_open += 1
         try:
-            async for chunk in _chunks(request, response):
+            async for chunk in self._chunks(request, response):
                 for line in lines.feed(chunk):
                     yield line.decode("utf-8", "replace")
             rest = lines.flush()
@@ -311,11 +330,11 @@ class Client:
         if timeout_seconds is not None:
             read_timeout = min(_WATCH_SILENCE, timeout_seconds + _WATCH_GRACE)
         response = await self._retrying(
-            request, lambda: self._call_api(request, read_timeout, streaming=True)
+            request, lambda auth: self._call_api(request, read_timeout, auth, streaming=True)
         )
         self.stats.watches_open += 1
         try:
-            async for chunk in _chunks(request, response):
+            async for chunk in self._chunks(request, response):
                 for event in state.feed(chunk):
                     yield event
             for event in state.close():
@@ -327,17 +346,32 @@ class Client:
     async def _send(self, request: Request) -> Any:
         """Send a request and decode its JSON answer, retrying as the policy says."""
         data = await self._retrying(
-            request, lambda: self._read(request, self._timeout, streaming=False)
+            request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
         return _core.decode_body(data)
 
-    async def _retrying(self, request: Request, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, request: Request, attempt: Callable[[Credential], Awaitable[T]]) -> T:
+        credentials = await self._credential_source()
+        reauthenticated = False
         for number in itertools.count(1):
             if number > 1:
                 self.stats.retries += 1
+            credential = await credentials.current()
+            self.stats.credential_refreshes = credentials.stats.refreshes
             try:
-                return await attempt()
+                answer = await attempt(credential)
+                self._allowed.add(request.permission)
+                return answer
+            except Unauthorized as refused:
+                self.stats.unauthorized += 1
+                fresh = await credentials.refused(credential, retried=reauthenticated)
+                if fresh is None:
+                    raise _explained(refused, credentials.label, reauthenticated) from None
+                reauthenticated = True
+                continue  # at once, with the fresh credential (one second chance only)
             except ApiError as answer:  # an error answer, already mapped by _call_api
+                if isinstance(answer, ServerError):  # e.g. a server that is starting
+                    self._unreachable_at = time.monotonic()
                 delay = self._delay(request, number, answer)
                 if delay is None:
                     raise
@@ -347,6 +381,7 @@ class Client:
                 if delay is None:
                     raise error from exc
             except _TRANSPORT_ERRORS as exc:
+                self._unreachable_at = time.monotonic()
                 error = _core.unreachable(request, exc)
                 delay = self._delay(request, number, error)
                 if delay is None:
@@ -354,10 +389,34 @@ class Client:
             await self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _credential_source(self) -> Credentials:
+        if self._credentials is None:
+            await self._api(streaming=False)
+        assert self._credentials is not None
+        return self._credentials
+
     def _delay(self, request: Request, attempt: int, error: JobSetError) -> float | None:
         return _core.retry_delay(
-            self._retry, attempt, error, idempotent=request.idempotent, rand=self._rand()
+            self._retry,
+            attempt,
+            error,
+            idempotent=request.idempotent,
+            rand=self._rand(),
+            forbidden_may_pass=request.permission in self._allowed or self._restarted_lately(),
         )
+
+    async def _chunks(self, request: Request, response: Any) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.content.iter_any():
+                yield chunk
+        except _TRANSPORT_ERRORS as exc:
+            self._unreachable_at = time.monotonic()  # a stream cut: the server may be going
+            raise _core.unreachable(request, exc) from exc
+
+    def _restarted_lately(self) -> bool:
+        """Whether the API server could not be reached moments ago (it may be restarting)."""
+        lost = self._unreachable_at
+        return lost is not None and time.monotonic() - lost < _RESTART_GRACE
 
     async def _api(self, *, streaming: bool) -> Any:
         if self._pools is None:
@@ -365,10 +424,11 @@ class Client:
                 self._loading = asyncio.Lock()
             async with self._loading:
                 if self._pools is None:
-                    configuration = await load_configuration(self.settings)
+                    connection = await load_connection(self.settings)
+                    self._credentials = connection.credentials
                     self._pools = (
-                        self._api_client(configuration, _REQUEST_POOL),
-                        self._api_client(configuration, 0),  # 0: no limit
+                        self._api_client(connection.configuration, _REQUEST_POOL),
+                        self._api_client(connection.configuration, 0),  # 0: no limit
                     )
         return self._pools[1 if streaming else 0]
 
@@ -393,9 +453,14 @@ class Client:
         self.stats.connections += 1
 
     async def _read(
-        self, request: Request, read_timeout: float | None, *, streaming: bool
+        self,
+        request: Request,
+        read_timeout: float | None,
+        credential: Credential,
+        *,
+        streaming: bool,
     ) -> bytes:
-        response = await self._call_api(request, read_timeout, streaming=streaming)
+        response = await self._call_api(request, read_timeout, credential, streaming=streaming)
         try:
             data: bytes = await response.read()
             return data
@@ -403,19 +468,27 @@ class Client:
             response.release()
 
     async def _call_api(
-        self, request: Request, read_timeout: float | None, *, streaming: bool
+        self,
+        request: Request,
+        read_timeout: float | None,
+        credential: Credential,
+        *,
+        streaming: bool,
     ) -> Any:
         """Open the request; an error answer is read, released and raised as our error."""
         api = await self._api(streaming=streaming)
         self.stats.requests[request.verb] = self.stats.requests.get(request.verb, 0) + 1
         accept = "application/json" if request.resource != "pods/log" else "*/*"
+        headers = {"Content-Type": request.content_type, "Accept": accept}
+        if credential.header is not None:
+            headers["Authorization"] = credential.header
         response = await api.call_api(
             request.path,
             request.method,
             query_params=list(request.query),
-            header_params={"Content-Type": request.content_type, "Accept": accept},
+            header_params=headers,
             body=request.body,
-            auth_settings=["BearerToken"],
+            auth_settings=[],  # the header above: our credentials, refreshed
             _return_http_data_only=True,
             _preload_content=False,
             _request_timeout=(_CONNECT_TIMEOUT, read_timeout),
@@ -430,16 +503,15 @@ class Client:
         raise _core.error_from_response(response.status, response.headers, body, now=now)
 
 
+def _explained(refused: Unauthorized, source: str, refreshed: bool) -> Unauthorized:
+    """The 401 with the credentials' source named (never the credential)."""
+    what = "refreshed after a first 401 and refused again" if refreshed else "refused"
+    message = f"{refused.message} ({source}: {what})".strip()
+    return Unauthorized(refused.status, refused.reason, message, refused.details)
+
+
 def _api_error(request: Request, exc: Any) -> JobSetError:
     if not exc.status:  # the library failed before any answer (bad arguments)
         return _core.unreachable(request, exc)
     now = _dt.datetime.now(_dt.timezone.utc)
     return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
-
-
-async def _chunks(request: Request, response: Any) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in response.content.iter_any():
-            yield chunk
-    except _TRANSPORT_ERRORS as exc:
-        raise _core.unreachable(request, exc) from exc

@@ -1,10 +1,9 @@
 """The pure half of the client layer: requests as values, answers as typed results.
 
-Nothing here performs I/O, sleeps, logs or reads a clock. The sync and async shells
-(:mod:`jobset_core.client.sync`, :mod:`jobset_core.client.aio`) build a :class:`Request` here,
-hand it to the official client, and bring the answer back here to be decoded, mapped to our
-error tree, or judged for a retry. Keeping every decision on this side means the two shells can
-only differ in how they wait, never in what they decide.
+Nothing here performs I/O, sleeps, logs or reads a clock. The client
+(:mod:`jobset_core.client._client`) builds a :class:`Request` here, hands it to the official
+client, and brings the answer back here to be decoded, mapped to our error tree, or judged for
+a retry; :mod:`jobset_core.client._auth` is the same for credentials.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from jobset_core.errors import (
     NotFound,
     ServerError,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
 )
 from jobset_core.models import JobSet, to_plain
@@ -86,6 +86,7 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 _TEXT_LIMIT = 256
 _ERROR_CLASSES: dict[int, type[ApiError]] = {
+    401: Unauthorized,
     403: Forbidden,
     404: NotFound,
     409: Conflict,
@@ -120,8 +121,18 @@ class Request:
 
     @property
     def idempotent(self) -> bool:
-        """Whether repeating the call after a lost answer cannot change anything."""
-        return self.method == "GET"
+        """Whether repeating the call after a lost answer cannot change anything: a read, or
+        a DELETE (a second one finds the object gone, 404, which every caller of ``delete``
+        takes as done; a ``uid`` precondition still guards a namesake)."""
+        return self.method in ("GET", "DELETE")
+
+    @property
+    def permission(self) -> tuple[str, str, str]:
+        """What RBAC decides this call on: the verb, the resource and the namespace (``""``
+        for a cluster-wide call)."""
+        parts = self.path.split("/")
+        namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts[:-1] else ""
+        return (self.verb, self.resource, namespace)
 
 
 @dataclass(frozen=True)
@@ -563,7 +574,10 @@ def unreachable(request: Request, error: BaseException) -> Unreachable:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How throttling (429), server errors (5xx) and lost answers to reads are retried.
+    """How throttling (429), server errors (5xx) and lost answers to reads and deletes are
+    retried. The default (seven attempts, 0.5 s doubling up to 10 s) keeps trying for about
+    25 s: long enough for an API server that restarts on a loaded machine (the soak saw one
+    refuse connections, then answer 503 while it installed its paths, for 19 s).
 
     Attributes:
         max_attempts: Attempts in total, the first one included (1 disables retries).
@@ -574,7 +588,7 @@ class RetryPolicy:
         max_retry_after: The longest ``Retry-After`` honoured; longer ones surface the error.
     """
 
-    max_attempts: int = 5
+    max_attempts: int = 7
     base_delay: float = 0.5
     multiplier: float = 2.0
     max_delay: float = 10.0
@@ -589,6 +603,8 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
+#: Attempts in total for a 403 that is not known to be transient (see :func:`retry_delay`).
+FORBIDDEN_ATTEMPTS = 4
 
 
 def retry_delay(
@@ -598,6 +614,7 @@ def retry_delay(
     *,
     idempotent: bool,
     rand: float,
+    forbidden_may_pass: bool = False,
 ) -> float | None:
     """Decide whether to try again after ``attempt`` (1-based) failed with ``error``.
 
@@ -605,17 +622,29 @@ def retry_delay(
         policy: The retry policy.
         attempt: The number of the attempt that just failed.
         error: What it failed with.
-        idempotent: Whether the request is a read (only those are retried on :class:`Unreachable`:
-            a lost answer to a write may hide a success).
+        idempotent: Whether the request is a read or a delete (only those are retried on
+            :class:`Unreachable`: a lost answer to a create or patch may hide a success).
         rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
+        forbidden_may_pass: Whether a 403 is likely a restarted API server's: the same
+            identity was allowed the same call (verb, resource, namespace) before, or the
+            server could not be reached moments ago. An API server that has just started
+            refuses everything until its authorizer's caches are filled (a second or two, more
+            on a loaded machine), so a 403 is retried: for :data:`FORBIDDEN_ATTEMPTS` attempts
+            (about 3.5 s by default; a missing permission surfaces that much later), or like
+            a server error when it is likely transient (a Role is rarely taken away in the
+            middle of a wait). A 403 that outlasts the retries surfaces.
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
     """
     if attempt >= policy.max_attempts:
         return None
-    retryable = isinstance(error, (TooManyRequests, ServerError)) or (
-        idempotent and isinstance(error, Unreachable)
+    if isinstance(error, Forbidden) and not forbidden_may_pass and attempt >= FORBIDDEN_ATTEMPTS:
+        return None
+    retryable = (
+        isinstance(error, (TooManyRequests, ServerError))
+        or (idempotent and isinstance(error, Unreachable))
+        or isinstance(error, Forbidden)
     )
     if not retryable:
         return None

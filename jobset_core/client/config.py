@@ -1,37 +1,45 @@
 """Where the client connects: a kubeconfig file, a kubeconfig's content, or in-cluster.
 
 :class:`ClientSettings` is plain data (an Airflow connection or a KFP parameter can hold it).
-The loader hands it to the official ``kubernetes_asyncio`` config loader, which already handles
-every kubeconfig authentication (client certificates, tokens, exec plugins, in-cluster service
-account tokens): this module writes none of that itself.
+:func:`load_connection` hands it to the official ``kubernetes_asyncio`` config loader for the
+server, TLS and fixed credentials (a token, client certificates, basic auth), and keeps the
+credentials that expire to itself (:mod:`._credentials`): an exec plugin, a ``tokenFile``, the
+in-cluster service-account token. The official loader reads those once, and a deferred JobSet
+waits for hours in one client, so they are refreshed here before they expire and after a 401.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from jobset_core.errors import ConfigError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from jobset_core.client._credentials import Credentials
+
 __all__ = [
     "ClientSettings",
     "ConfigError",
+    "Connection",
     "Source",
     "choose_source",
     "context_namespace",
     "default_namespace",
-    "load_configuration",
+    "load_connection",
 ]
 
 Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
 
 _SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
-_SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_SA_NAMESPACE_FILE = _SA_DIR / "namespace"
 
 
 @dataclass(frozen=True)
@@ -152,13 +160,31 @@ def _path(settings: ClientSettings) -> str | None:
     return None if settings.kubeconfig_path is None else os.fspath(settings.kubeconfig_path)
 
 
-async def load_configuration(settings: ClientSettings | None = None) -> Any:
-    """A ``kubernetes_asyncio.client.Configuration`` filled by ``kubernetes_asyncio.config``.
+@dataclass(frozen=True)
+class Connection:
+    """What a client needs to connect: the official client's configuration (server, TLS,
+    fixed credentials) and the credentials that are refreshed while it runs.
+
+    Attributes:
+        configuration: A ``kubernetes_asyncio.client.Configuration``.
+        credentials: The ``Authorization`` header's source.
+    """
+
+    configuration: Any
+    credentials: Credentials
+
+
+async def load_connection(settings: ClientSettings | None = None) -> Connection:
+    """Load the settings into a :class:`Connection` (runs an exec plugin, reads a token file).
 
     Raises:
-        ConfigError: the official loader rejected the settings.
+        ConfigError: the official loader rejected the settings, the plugin failed, or the
+            token file cannot be read (the file and field are named).
     """
     from kubernetes_asyncio import client, config
+
+    from jobset_core.client._auth import TokenFile
+    from jobset_core.client._credentials import Credentials
 
     settings = settings or ClientSettings()
     source = _resolve(settings)
@@ -166,19 +192,87 @@ async def load_configuration(settings: ClientSettings | None = None) -> Any:
     try:
         if source == "in_cluster":
             load_incluster: Any = config.load_incluster_config  # untyped in kubernetes_asyncio
-            load_incluster(client_configuration=configuration)
-        elif source == "kubeconfig_dict":
-            await config.load_kube_config_from_dict(
-                dict(settings.kubeconfig or {}),
-                context=settings.context,
+            load_incluster(
                 client_configuration=configuration,
+                try_refresh_token=False,  # refreshed by our credentials, below
+                token_filename=str(_SA_DIR / "token"),
+                cert_filename=str(_SA_DIR / "ca.crt"),
             )
+            plan = TokenFile(str(_SA_DIR / "token"), "the in-cluster service account token")
+            credentials = Credentials(plan)
+            await credentials.start()
         else:
-            await config.load_kube_config(
-                config_file=_path(settings),
-                context=settings.context,
-                client_configuration=configuration,
-            )
+            credentials = await _load_kubeconfig(settings, source, configuration)
     except (config.ConfigException, OSError) as err:
         raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
-    return configuration
+    return Connection(configuration, credentials)
+
+
+async def _load_kubeconfig(
+    settings: ClientSettings, source: Source, configuration: Any
+) -> Credentials:
+    """Load a kubeconfig with the official loader, except the user's expiring credentials."""
+    from kubernetes_asyncio.config.kube_config import (
+        ConfigNode,
+        KubeConfigLoader,
+        KubeConfigMerger,
+    )
+
+    from jobset_core.client._auth import Fixed, plan_credentials, stripped_user
+    from jobset_core.client._credentials import Credentials
+
+    if source == "kubeconfig_dict":
+        # A copy: the caller's mapping is never changed.
+        merged = ConfigNode("kube-config", copy.deepcopy(dict(settings.kubeconfig or {})))
+    else:
+        paths = _path(settings) or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        merger = KubeConfigMerger(paths)
+        if merger.config is None:
+            raise OSError(f"no kubeconfig file found at {paths}")
+        merged = merger.config
+    entry, where = _user_entry(merged, settings.context)
+    cluster = _cluster_section(merged, settings.context)
+    user = entry.value.get("user") if entry is not None else None
+    base_dir = os.path.dirname(os.path.abspath(entry.path)) if entry and entry.path else ""
+    plan = plan_credentials(user if isinstance(user, Mapping) else None, base_dir, where=where)
+    credentials = Credentials(plan, cluster=cluster)
+    # A plugin that answers with a certificate stays in the loader's view: it installs it.
+    refreshed = not isinstance(plan, Fixed) and await credentials.start() is None
+    if refreshed and entry is not None and isinstance(user, Mapping):
+        entry.value["user"] = stripped_user(user, plan)
+    loader = KubeConfigLoader(
+        config_dict=merged, config_base_path=None, active_context=settings.context
+    )
+    await loader.load_and_set(configuration)
+    if isinstance(credentials.plan, Fixed):
+        fixed = configuration.api_key.get("BearerToken")
+        credentials = Credentials(credentials.plan, fixed_header=fixed)
+    return credentials
+
+
+def _context(merged: Any, context: str | None) -> Mapping[str, Any]:
+    name = context or merged.value.get("current-context")
+    found = merged["contexts"].get_with_name(name)
+    value = found.value.get("context") if found is not None else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _user_entry(merged: Any, context: str | None) -> tuple[Any, str]:
+    """The context's user entry (a ``ConfigNode`` that knows its file) and its field path."""
+    name = _context(merged, context).get("user")
+    if not name or not merged.value.get("users"):
+        return None, "user"
+    entry = merged["users"].get_with_name(name, safe=True)
+    where = f"users[name={name}].user"
+    if entry is not None and entry.path:
+        where = f"{entry.path}: {where}"
+    return entry, where
+
+
+def _cluster_section(merged: Any, context: str | None) -> Mapping[str, Any] | None:
+    name = _context(merged, context).get("cluster")
+    if not name or not merged.value.get("clusters"):
+        return None
+    entry = merged["clusters"].get_with_name(name, safe=True)
+    cluster = entry.value.get("cluster") if entry is not None else None
+    return cluster if isinstance(cluster, Mapping) else None

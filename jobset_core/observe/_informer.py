@@ -7,7 +7,8 @@ with exponential backoff and jitter. An informer created for a run its caller ha
 created may skip the first list and watch from that creation's ``resourceVersion``: nothing of
 the run existed before it.
 
-A failure that retrying cannot fix (403 Forbidden, 404 for an API that is not served) is kept
+A failure that retrying cannot fix (403 Forbidden, 404 for an API that is not served, a 401
+that survived the client's credential refresh, credentials that cannot be obtained) is kept
 in :attr:`Informer.problem` for the waiters to report; for the kinds a wait can do without
 (Events, Jobs, pods), the observer only notes it and the waits go on with what remains.
 """
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobset_core.client._watch import EventType
 from jobset_core.errors import (
+    ConfigError,
     Forbidden,
     Gone,
     Invalid,
@@ -32,6 +34,7 @@ from jobset_core.errors import (
     NotFound,
     ServerError,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
 )
 from jobset_core.observe._store import Stores
@@ -45,7 +48,7 @@ __all__ = ["Informer", "InformerStats", "Source", "backoff"]
 log = logging.getLogger(__name__)
 
 _TRANSIENT = (Unreachable, ServerError, TooManyRequests)
-_PERMANENT = (Forbidden, NotFound, Invalid)
+_PERMANENT = (Forbidden, NotFound, Invalid, Unauthorized, ConfigError)
 _BACKOFF_BASE = 0.5
 _BACKOFF_MAX = 30.0
 _HEALTHY = 30.0

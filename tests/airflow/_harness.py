@@ -1,9 +1,11 @@
 """Real Airflow processes for end-to-end tests: API server, DAG processor, scheduler and
 triggerer (LocalExecutor on SQLite) in a private ``AIRFLOW_HOME``, driven through the
-``airflow`` CLI and the REST API. Every process is stopped on exit."""
+``airflow`` CLI and the REST API. Every process is stopped on exit, also one restarted
+meanwhile (:meth:`AirflowProcesses.restart`, for fault tests)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -38,6 +40,43 @@ class AirflowProcesses:
     port: int
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     airflow: tuple[str, ...] = (sys.executable, "-m", "airflow")
+    #: Extra environment of one process (``scheduler``: also its forked workers).
+    process_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The running process of each command.
+    by_command: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    watchdog: subprocess.Popen[bytes] | None = None
+
+    def start(self, command: str) -> subprocess.Popen[bytes]:
+        """Start ``airflow <command>`` in a session of its own, logging to ``<command>.log``
+        (appended: a restarted process continues the log)."""
+        env = {**self.env, **self.process_env.get(command, {})}
+        with open(self.home / f"{command}.log", "ab") as log:
+            proc = subprocess.Popen(
+                [*self.airflow, command],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append(proc)
+        self.by_command[command] = proc
+        if self.watchdog is not None and self.watchdog.stdin is not None:
+            self.watchdog.stdin.write(f"{proc.pid}\n".encode())  # its group, too
+            self.watchdog.stdin.flush()
+        return proc
+
+    def kill(self, command: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Signal the whole process group of ``command`` (the triggerer, the scheduler and
+        the workers it forked...) and wait until its leader is gone."""
+        proc = self.by_command[command]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        proc.wait(60)
+
+    def restart(self, command: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Kill ``command`` (SIGKILL by default: a crash) and start it again."""
+        self.kill(command, sig)
+        self.start(command)
 
     def cli(self, *args: str) -> str:
         """Run ``airflow <args>``; its standard output (fails on a non-zero exit)."""
@@ -102,12 +141,13 @@ class AirflowProcesses:
         return self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
 
 
-#: Stops the process groups named in its arguments once its stdin closes: when the test
-#: process ends, even by SIGKILL, the pipe's last writer is gone.
+#: Stops the process groups named in its arguments, and those whose numbers arrive one a
+#: line on its stdin, once its stdin closes: when the test process ends, even by SIGKILL,
+#: the pipe's last writer is gone.
 _WATCHDOG = """
 import os, signal, sys, time
-sys.stdin.buffer.read()
 groups = [int(g) for g in sys.argv[1:]]
+groups += [int(line) for line in sys.stdin.buffer if line.strip()]
 for sig in (signal.SIGTERM, signal.SIGKILL):
     alive = []
     for group in groups:
@@ -123,21 +163,27 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
 """
 
 
-def _watchdog(procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-    """A process that stops ``procs`` (their groups) if the test run dies without doing it."""
+def _watchdog() -> subprocess.Popen[bytes]:
+    """A process that stops the process groups it is told of (on its stdin) if the test run
+    dies without doing it."""
     return subprocess.Popen(
-        [sys.executable, "-c", _WATCHDOG, *(str(p.pid) for p in procs)],
-        stdin=subprocess.PIPE,
-        start_new_session=True,
+        [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, start_new_session=True
     )
 
 
 @contextmanager
 def airflow_processes(
-    dags: Mapping[str, str], *, parallelism: int = 2, extra_env: Mapping[str, str] | None = None
+    dags: Mapping[str, str],
+    *,
+    parallelism: int = 2,
+    extra_env: Mapping[str, str] | None = None,
+    process_env: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Iterator[AirflowProcesses]:
     """Migrate a fresh SQLite database, write ``dags`` (file stem → source) and start the API
-    server, the DAG processor, the scheduler and the triggerer; stop them all on exit."""
+    server, the DAG processor, the scheduler and the triggerer; stop them all on exit.
+
+    ``process_env`` adds variables to one command's environment (e.g. another Kubernetes
+    connection for the triggerer than for the scheduler and its workers)."""
     home = Path(tempfile.mkdtemp(prefix="jobset-e2e-airflow-"))
     (home / "dags").mkdir()
     for stem, source in dags.items():
@@ -163,22 +209,18 @@ def airflow_processes(
         **dict(extra_env or {}),
     }
     env.pop("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", None)
-    ctx = AirflowProcesses(home=home, env=env, port=port)
+    ctx = AirflowProcesses(
+        home=home,
+        env=env,
+        port=port,
+        process_env={k: dict(v) for k, v in (process_env or {}).items()},
+    )
     subprocess.run(
         [*ctx.airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300
     )
+    watchdog = ctx.watchdog = _watchdog()  # a killed test run leaves no Airflow behind
     for command in ("api-server", "dag-processor", "scheduler", "triggerer"):
-        log = open(home / f"{command}.log", "wb")  # noqa: SIM115 - closed with the process
-        ctx.procs.append(
-            subprocess.Popen(
-                [*ctx.airflow, command],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    watchdog = _watchdog(ctx.procs)  # a killed test run leaves no Airflow behind
+        ctx.start(command)
     try:
         yield ctx
     finally:

@@ -1,7 +1,11 @@
 """Whole task lives on the devcluster through ``dag.test()``, for both backends and both
 wait modes: success with the result as return value, a terminal failure that is never
 retried, and a JobSet that fails once then succeeds, finishing on the second try of the task
-(the restart became a retry that reattached to the same JobSet)."""
+(the restart became a retry that reattached to the same JobSet).
+
+The DAGs run as a least-privilege identity: a service account bound to nothing but the
+shipped worker and triggerer Roles of the backend (``dag.test()`` runs the triggers in the
+same process, with the same connection), with tokens that expire every 20 s."""
 
 from __future__ import annotations
 
@@ -58,6 +62,24 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1),
     JobSetOperator(task_id="taken", jobset=jobset("taken", {{}}), name="taken", retries=2,
         **common)
 """
+
+
+@pytest.fixture
+def kube_conn(
+    devcluster: Any,
+    cluster_namespace: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
+    """``kubernetes_default`` as the least-privilege identity of the test's backend."""
+    from tests.cluster.identities import least_privilege
+
+    backend = request.node.callspec.params["backend"]
+    roles = [f"jobset-airflow-worker-{backend}", f"jobset-airflow-triggerer-{backend}"]
+    who = least_privilege(devcluster, cluster_namespace, tmp_path, "airflow", roles, ttl=20)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", who.connection())
+    return str(who.kubeconfig)
 
 
 def run_dag(path: Path, dag_id: str) -> dict[str, Any]:

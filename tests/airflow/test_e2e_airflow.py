@@ -1,13 +1,17 @@
 """End to end with real Airflow processes: scheduler, triggerer, API server and DAG processor
 (LocalExecutor on SQLite) run a DAG whose deferrable JobSet task fails once (the JobSet
 restarts), is retried, reattaches to the same JobSet in the triggerer and succeeds; the
-downstream task reads the result from XCom. Bounded in time; every process is stopped."""
+downstream task reads the result from XCom. Bounded in time; every process is stopped.
+
+The workers (the scheduler's) and the triggerer run as two service accounts bound to nothing
+but the shipped controller-backend Roles of each, with tokens that expire every 30 s."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,9 +87,27 @@ with DAG("e2e_kill", schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
 
 
 @pytest.fixture
-def airflow_env(kube_conn: str, cluster_namespace: str) -> Iterator[AirflowProcesses]:
+def airflow_env(
+    kube_conn: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
+) -> Iterator[AirflowProcesses]:
+    from tests.cluster.identities import least_privilege
+
     dags = {DAG_ID: DAG % (DAG_ID, cluster_namespace), "e2e_kill": KILL_DAG % cluster_namespace}
-    with airflow_processes(dags) as ctx:
+    conn = "AIRFLOW_CONN_KUBERNETES_DEFAULT"
+    process_env = {
+        command: {
+            conn: least_privilege(
+                devcluster,
+                cluster_namespace,
+                tmp_path,
+                f"airflow-{side}",
+                [f"jobset-airflow-{side}-controller"],
+                ttl=30,
+            ).connection()
+        }
+        for command, side in (("scheduler", "worker"), ("triggerer", "triggerer"))
+    }
+    with airflow_processes(dags, process_env=process_env) as ctx:
         yield ctx
 
 

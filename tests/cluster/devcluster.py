@@ -51,6 +51,7 @@ STAGES_FILE = HERE / "kwok-stages.yaml"
 sys.modules.setdefault("devcluster", sys.modules[__name__])
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+import devcluster_auth  # noqa: E402
 import devcluster_images  # noqa: E402
 import devcluster_node  # noqa: E402
 
@@ -602,6 +603,7 @@ def make_pki(pki: Path) -> None:
     make_leaf(
         pki, "jobset-webhook", "/CN=jobset-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost"
     )
+    make_leaf(pki, "authn", "/CN=devcluster-authn", "serverAuth", "IP:127.0.0.1,DNS:localhost")
     openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
     for f in pki.iterdir():
@@ -909,7 +911,15 @@ def _down(quiet: bool, force: bool) -> int:
     st.data["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     st.save()
     # Secrets and data go away; logs stay for post-mortems until the next `up`.
-    secret_dirs = ("pki", "etcd-data", "jobset", "apiserver-certs", "kcm-certs", "scheduler-certs")
+    secret_dirs = (
+        "pki",
+        "etcd-data",
+        "jobset",
+        "apiserver-certs",
+        "kcm-certs",
+        "scheduler-certs",
+        "authn",
+    )
     for p in ("kubeconfig", *secret_dirs):
         q = root / p
         if q.is_dir():
@@ -1201,6 +1211,17 @@ PROBE_JOBSET = {
 }
 
 
+def jobset_webhook_works(kube: Kube) -> bool:
+    """Whether the JobSet webhooks answer (a server-side dry-run create is defaulted)."""
+    code, body = kube.request(
+        "POST",
+        "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets?dryRun=All",
+        PROBE_JOBSET,
+    )
+    served = isinstance(body, dict) and bool(body.get("spec", {}).get("successPolicy"))
+    return code == 201 and served
+
+
 def cmd_up(args) -> int:
     with state_lock():
         return _cmd_up(args)
@@ -1323,6 +1344,7 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
         "kubelet",
         "webhook",
         "jobset-health",
+        "authn",
     ]
     if real:
         names += ["kubelet-real", "kubelet-healthz", "coredns-health", "coredns-ready"]
@@ -1364,6 +1386,33 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
     wait_until("etcd /health", lambda: http_ok(etcd_url + "/health")[0], 30, watched)
     log(f"etcd ready on {etcd_url}")
 
+    # the token webhook of the short-lived credentials (devcluster_auth.py), asked by the
+    # apiserver about bearer tokens that no other authenticator accepted
+    devcluster_auth.prepare(root, ports["authn"])
+    authn_url = f"https://127.0.0.1:{ports['authn']}/healthz"
+    p_authn = start_process(
+        st,
+        "authn",
+        [
+            sys.executable,
+            str(HERE / "devcluster_auth.py"),
+            "serve",
+            "--state-dir",
+            str(root),
+            "--port",
+            str(ports["authn"]),
+        ],
+        env=env,
+        health={"url": authn_url, "tls": "ca"},
+    )
+    watched["authn"] = (p_authn, st.components["authn"]["log"])
+    wait_until(
+        "token webhook /healthz",
+        lambda: check_health(root, st.components["authn"])[0],
+        30,
+        watched,
+    )
+
     # kube-apiserver
     p_api = start_process(
         st,
@@ -1404,6 +1453,7 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
             "--max-mutating-requests-inflight=500",
             "--profiling=false",
             f"--cert-dir={root / 'apiserver-certs'}",
+            *devcluster_auth.apiserver_flags(root),
             # Extra flags, e.g. the benchmarks' audit log and short watch timeout (off by
             # default): `{state}` stands for the state directory.
             *shlex.split(
@@ -1605,15 +1655,13 @@ def _up(st: State, bin_dir: Path, crd_file: Path, jobset_dir: Path, args, *, rea
         if code not in (200, 201):
             raise RuntimeError(f"creating {plural} failed: {code} {body}")
 
-    def webhook_works():
-        code, body = kube.request(
-            "POST",
-            "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets?dryRun=All",
-            PROBE_JOBSET,
-        )
-        return code == 201 and isinstance(body, dict) and body.get("spec", {}).get("successPolicy")
-
-    wait_until("JobSet webhooks answering (server-side dry-run)", webhook_works, 60, watched, 0.3)
+    wait_until(
+        "JobSet webhooks answering (server-side dry-run)",
+        lambda: jobset_webhook_works(kube),
+        60,
+        watched,
+        0.3,
+    )
     log(
         f"JobSet {manifest_version(bin_dir, 'jobset')} manager and webhooks ready "
         f"(https://127.0.0.1:{ports['webhook']}) ({time.monotonic() - t:.1f}s)"
@@ -1652,6 +1700,66 @@ def manifest_version(bin_dir: Path, name: str) -> str:
     if name == "jobset":
         return gomod_require(ADDONS_MOD / "go.mod", "sigs.k8s.io/jobset")
     return ""
+
+
+# --------------------------------------------------------------------------------------
+# restart: stop one component and start it again (fault tests)
+# --------------------------------------------------------------------------------------
+
+#: What `restart` may restart (etcd and the real node's parts are not among them).
+RESTARTABLE = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "jobset",
+    "logserver",
+    "authn",
+)
+
+
+def cmd_restart(args) -> int:
+    with state_lock():
+        return restart_component(args.component, kill=args.kill, down_seconds=args.down)
+
+
+def restart_component(name: str, *, kill: bool = False, down_seconds: float = 0.0) -> int:
+    """Stop a component (SIGTERM and a grace period, or SIGKILL: a crash), keep it down for
+    ``down_seconds``, start it again with the same command line and port, and wait until it
+    is healthy again (the JobSet manager: until its webhooks answer)."""
+    if name not in RESTARTABLE:
+        die(f"cannot restart {name!r}; restartable: {', '.join(RESTARTABLE)}")
+    t = time.monotonic()
+    root = state_dir()
+    st = State(root)
+    c = st.components.get(name)
+    if not c or not _ours(c):
+        die(f"{name} is not running in {root} (start the cluster with `up`)")
+    if kill:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(c["pgid"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while group_members(c["pgid"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        stop_components([(name, c)], quiet=True)
+    if group_members(c["pgid"]):
+        die(f"{name} (pid {c['pgid']}) did not stop")
+    time.sleep(max(0.0, down_seconds))
+    env = os.environ.copy()
+    env.pop("KUBECONFIG", None)
+    env["HOME"] = str(root)  # as `up` starts it
+    order = list(st.data.get("order", []))
+    p = start_process(st, name, c["argv"], env=env, health=c.get("health"))
+    st.data["order"] = order  # `down` stops it where it always stood
+    st.save()
+    watched = {name: (p, st.components[name]["log"])}
+    wait_until(f"{name} healthy", lambda: check_health(root, st.components[name])[0], 120, watched)
+    if name in ("jobset", "kube-apiserver"):
+        kube = Kube(st.data["server"], root / "pki")
+        wait_until("JobSet webhooks answering", lambda: jobset_webhook_works(kube), 120, watched)
+    log(f"{name} {'killed' if kill else 'stopped'} and restarted in {time.monotonic() - t:.1f}s")
+    return 0
 
 
 # --------------------------------------------------------------------------------------
@@ -1837,6 +1945,10 @@ def main(argv=None) -> int:
     ls = sub.add_parser("logserver", help=argparse.SUPPRESS)
     ls.add_argument("--state-dir", required=True)
     ls.add_argument("--port", type=int, required=True)
+    rs = sub.add_parser("restart", help="stop one component and start it again (fault tests)")
+    rs.add_argument("component", choices=RESTARTABLE)
+    rs.add_argument("--kill", action="store_true", help="SIGKILL it (a crash) instead of SIGTERM")
+    rs.add_argument("--down", type=float, default=0.0, help="seconds to keep it stopped")
     wd = sub.add_parser("watchdog", help=argparse.SUPPRESS)
     wd.add_argument("--state-dir", required=True)
     wd.add_argument("--owner-pid", type=int, required=True)
@@ -1859,6 +1971,7 @@ def main(argv=None) -> int:
         "down": cmd_down,
         "status": cmd_status,
         "logserver": cmd_logserver,
+        "restart": cmd_restart,
         "watchdog": cmd_watchdog,
     }[args.cmd](args)
 

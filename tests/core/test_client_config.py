@@ -14,7 +14,7 @@ from jobset_core.client.config import (
     choose_source,
     context_namespace,
     default_namespace,
-    load_configuration,
+    load_connection,
 )
 from jobset_core.errors import ConfigError, Unreachable
 from jobset_core.resources import CONFIG_MAP, JOB, JOBSET
@@ -99,13 +99,13 @@ def test_no_source_at_all_is_an_error() -> None:
 async def test_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
     path = tmp_path / "config"
     path.write_text(yaml.safe_dump(kubeconfig("https://10.1.2.3:6443")))
-    from_file = await load_configuration(ClientSettings(kubeconfig_path=str(path)))
-    from_dict = await load_configuration(
+    from_file = await load_connection(ClientSettings(kubeconfig_path=str(path)))
+    from_dict = await load_connection(
         ClientSettings(kubeconfig=kubeconfig("https://10.9.9.9:6443"), context="other")
     )
-    assert from_file.host == "https://10.1.2.3:6443"
-    assert "Bearer t0ken" in from_file.api_key.values() or "t0ken" in from_file.api_key.values()
-    assert from_dict.host == "https://10.9.9.9:6443"
+    assert from_file.configuration.host == "https://10.1.2.3:6443"
+    assert (await from_file.credentials.current()).header == "Bearer t0ken"
+    assert from_dict.configuration.host == "https://10.9.9.9:6443"
 
 
 @pytest.mark.parametrize(
@@ -122,12 +122,12 @@ async def test_loader_from_file_and_dict_with_context(tmp_path: Path) -> None:
 )
 async def test_loader_errors_are_config_errors(settings: ClientSettings) -> None:
     with pytest.raises(ConfigError, match="cannot load the kubeconfig dict"):
-        await load_configuration(settings)
+        await load_connection(settings)
 
 
 async def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot load the kubeconfig file"):
-        await load_configuration(ClientSettings(kubeconfig_path=tmp_path / "absent"))
+        await load_connection(ClientSettings(kubeconfig_path=tmp_path / "absent"))
 
 
 # ------------------------------------------------------------------ nobody answering
@@ -152,6 +152,9 @@ async def test_reads_are_retried_then_unreachable() -> None:
         with pytest.raises(Unreachable, match="during create"):
             await client.create(CONFIG_MAP, {"metadata": {"name": "x"}}, namespace="ns")
         assert slept == []  # a lost answer to a write may hide a success: never retried
+        with pytest.raises(Unreachable, match="during delete"):
+            await client.delete(CONFIG_MAP, "x", namespace="ns")
+        assert slept == [0.25, 0.5]  # a second delete finds it gone: retried like a read
         with pytest.raises(Unreachable, match="during watch"):
             await anext(aiter(client.watch(JOB, namespace="ns")))
 

@@ -15,6 +15,7 @@ from jobset_core.client._core import (
     JOBSET,
     POD,
     SERVICE,
+    Request,
     RetryPolicy,
     error_from_response,
     parse_retry_after,
@@ -31,6 +32,7 @@ from jobset_core.errors import (
     Problem,
     ServerError,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
 )
 from jobset_core.models import JobSet
@@ -333,7 +335,7 @@ INVALID_DETAILS = {
     ("status", "reason", "cls"),
     [
         pytest.param(400, "BadRequest", ApiError, id="400-plain-ApiError"),
-        pytest.param(401, "Unauthorized", ApiError, id="401-plain-ApiError"),
+        pytest.param(401, "Unauthorized", Unauthorized, id="401-Unauthorized"),
         pytest.param(403, "Forbidden", Forbidden, id="403-Forbidden"),
         pytest.param(404, "NotFound", NotFound, id="404-NotFound"),
         pytest.param(409, "AlreadyExists", Conflict, id="409-AlreadyExists"),
@@ -480,7 +482,7 @@ LOST = Unreachable("connection refused")
         pytest.param(1, NotFound(404), True, 0.5, None, id="404-not-retried"),
         pytest.param(1, Conflict(409), True, 0.5, None, id="409-not-retried"),
         pytest.param(1, Invalid(422), False, 0.5, None, id="422-not-retried"),
-        pytest.param(1, Forbidden(403), True, 0.5, None, id="403-not-retried"),
+        pytest.param(1, Forbidden(403), True, 0.5, 1.0, id="403-retried-a-little"),
         pytest.param(1, Gone(410), True, 0.5, None, id="410-not-retried"),
         pytest.param(
             1,
@@ -507,6 +509,39 @@ def test_retry_delay(
     attempt: int, error: Any, idempotent: bool, rand: float, delay: float | None
 ) -> None:
     assert retry_delay(POLICY, attempt, error, idempotent=idempotent, rand=rand) == delay
+
+
+@pytest.mark.parametrize(
+    ("may_pass", "attempt", "delay"),
+    [
+        pytest.param(False, 1, 1.0, id="retried-a-little"),
+        pytest.param(False, 3, 4.0, id="a-few-seconds"),
+        pytest.param(False, 4, None, id="never-allowed-surfaces-then"),
+        pytest.param(True, 4, 8.0, id="allowed-before-or-restart-retried-longer"),
+        pytest.param(True, 6, None, id="but-it-lasts"),
+    ],
+)
+def test_a_403_that_may_be_a_restarts_is_retried_for_a_while(
+    may_pass: bool, attempt: int, delay: float | None
+) -> None:
+    """A restarted API server refuses everything until its RBAC caches are filled."""
+    policy = RetryPolicy(max_attempts=6, base_delay=1.0, max_delay=10.0, jitter=0.5)
+    got = retry_delay(
+        policy, attempt, Forbidden(403), idempotent=True, rand=0.5, forbidden_may_pass=may_pass
+    )
+    assert got == delay
+
+
+@pytest.mark.parametrize(
+    ("path", "permission"),
+    [
+        pytest.param("/api/v1/namespaces/ns/pods", ("list", "pods", "ns"), id="namespaced"),
+        pytest.param("/api/v1/pods", ("list", "pods", ""), id="cluster-wide"),
+        pytest.param("/apis/batch/v1/namespaces/ns/jobs/j", ("list", "pods", "ns"), id="named"),
+    ],
+)
+def test_the_permission_a_request_needs(path: str, permission: tuple[str, str, str]) -> None:
+    assert Request("GET", path, verb="list", resource="pods").permission == permission
 
 
 def test_backoff_is_capped() -> None:

@@ -32,11 +32,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 #: Where included files may come from: each is exercised by a test of its own (the examples
-#: by tests/airflow/test_example_dags.py and tests/kfp, the RBAC files by tests/kfp, the
-#: release scripts by tests/release, the changelog is prose).
+#: by tests/airflow/test_example_dags.py and tests/kfp, the RBAC files by tests/kfp and
+#: tests/airflow/test_rbac_roles.py, the release scripts by tests/release, the changelog is
+#: prose).
 TESTED_INCLUDES = (
     "examples/",
     "kfp_components/rbac/",
+    "airflow_provider_jobset/rbac/",
     "tests/release/",
     "CHANGELOG.md",
 )

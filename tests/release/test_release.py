@@ -98,6 +98,10 @@ def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None
         "kfp_components/cleanup_jobsets.yaml",
         "kfp_components/rbac/jobset-launcher-controller.yaml",
         "kfp_components/rbac/jobset-launcher-native.yaml",
+        "airflow_provider_jobset/rbac/jobset-airflow-worker-controller.yaml",
+        "airflow_provider_jobset/rbac/jobset-airflow-worker-native.yaml",
+        "airflow_provider_jobset/rbac/jobset-airflow-triggerer-controller.yaml",
+        "airflow_provider_jobset/rbac/jobset-airflow-triggerer-native.yaml",
         "jobset_core/_version.py",
     ):
         assert needed in files, needed

@@ -1,0 +1,362 @@
+"""A small fault-injecting proxy on loopback in front of the devcluster's kube-apiserver.
+
+Clients given its address (a kubeconfig whose ``server`` is :attr:`FaultProxy.url`) reach the
+real API server through it; on command it:
+
+* answers a **burst of 429s** with ``Retry-After`` (:meth:`FaultProxy.throttle`), with the
+  ``Status`` body the API server's priority and fairness sends;
+* **cuts the open watches** (:meth:`FaultProxy.cut_watches`): each gets the ``ERROR`` event
+  with the ``410 Gone`` Status an API server sends when a watch's resourceVersion is too old,
+  then the stream ends (``mode="gone"``); or the connections just drop (``mode="drop"``);
+* keeps answering while the API server restarts the way a dead server does: the client's
+  connection is closed without an answer.
+
+It terminates TLS with the API server's own certificate (issued for 127.0.0.1 by the
+devcluster CA) and opens its own TLS connections upstream, so clients must authenticate with
+bearer tokens (a client certificate ends at the proxy). Everything stays on 127.0.0.1. The
+proxy runs on an event loop in a thread of the process that owns it; :meth:`FaultProxy.stats`
+counts what it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+__all__ = ["FaultProxy", "ProxyStats"]
+
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+}
+
+
+@dataclass
+class ProxyStats:
+    """What the proxy did (read at any time)."""
+
+    requests: int = 0
+    watches: int = 0
+    throttled: int = 0
+    cut_gone: int = 0
+    cut_dropped: int = 0
+    upstream_down: int = 0
+    client_gone: int = 0
+    by_verb: dict[str, int] = field(default_factory=dict)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A plain copy (for JSON)."""
+        return {**vars(self), "by_verb": dict(sorted(self.by_verb.items()))}
+
+
+@dataclass(eq=False)
+class _Stream:
+    response: web.StreamResponse
+    request: web.Request
+    watch: bool
+    cut: asyncio.Event = field(default_factory=asyncio.Event)
+    mode: str = "gone"
+
+
+class FaultProxy:
+    """The proxy. Use as a context manager (``with FaultProxy(state_dir) as proxy:``).
+
+    Args:
+        state_dir: The devcluster's state directory (``.devcluster``): the upstream address,
+            the CA and the API server's certificate come from it.
+        seed: Seeds the choice of requests a partial throttle refuses.
+    """
+
+    def __init__(self, state_dir: Path, *, seed: int = 0) -> None:
+        state = json.loads((state_dir / "state.json").read_text())
+        self.upstream = str(state["server"]).rstrip("/")
+        self._pki = state_dir / "pki"
+        self.stats = ProxyStats()
+        self._rand = random.Random(seed)
+        self._throttle_until = 0.0
+        self._throttle_fraction = 1.0
+        self._retry_after = 1
+        self._streams: set[_Stream] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        """Where clients connect (``https://127.0.0.1:<port>``)."""
+        return f"https://127.0.0.1:{self.port}"
+
+    # ------------------------------------------------------------------ control (any thread)
+
+    def throttle(self, seconds: float, *, retry_after: int = 1, fraction: float = 1.0) -> None:
+        """Answer 429 (``Retry-After: retry_after``) to ``fraction`` of the requests that
+        arrive in the next ``seconds`` (watches and log streams included)."""
+        self._retry_after = retry_after
+        self._throttle_fraction = fraction
+        self._throttle_until = time.monotonic() + seconds
+
+    def cut_watches(self, mode: str = "gone", *, logs: bool = True) -> int:
+        """End every open watch (``gone``: a 410 ERROR event first; ``drop``: the connection
+        just closes) and, unless ``logs`` is false, every followed log (closed). Returns how
+        many were cut."""
+        if mode not in ("gone", "drop"):
+            raise ValueError(f"unknown cut mode {mode!r}")
+        loop = self._loop
+        if loop is None:
+            return 0
+        return asyncio.run_coroutine_threadsafe(self._cut(mode, logs=logs), loop).result(10)
+
+    @contextlib.contextmanager
+    def cutting(self, every: float, *, logs: bool = True) -> Iterator[FaultProxy]:
+        """Cut every open watch with 410 Gone every ``every`` seconds while the block runs
+        (from a thread of its own), and followed logs unless ``logs`` is false."""
+        stop = threading.Event()
+
+        def cutter() -> None:
+            while not stop.wait(every):
+                self.cut_watches("gone", logs=logs)
+
+        thread = threading.Thread(target=cutter, name="faultproxy-cutter", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(10)
+
+    def open_streams(self) -> int:
+        """Watches and log streams open right now."""
+        return len(self._streams)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> FaultProxy:
+        ready = threading.Event()
+        problem: list[BaseException] = []
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start())
+            except BaseException as error:  # reported to the caller below
+                problem.append(error)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._stop())
+            loop.close()
+
+        self._thread = threading.Thread(target=main, name="faultproxy", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if problem:
+            raise problem[0]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(30)
+        self._loop = None
+
+    async def _start(self) -> None:
+        upstream_tls = ssl.create_default_context(cafile=str(self._pki / "ca.crt"))
+        connector = aiohttp.TCPConnector(ssl=upstream_tls, limit=0)
+        self._session = aiohttp.ClientSession(
+            connector=connector, auto_decompress=False, timeout=aiohttp.ClientTimeout(None)
+        )
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
+        await self._runner.setup()
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(str(self._pki / "apiserver.crt"), str(self._pki / "apiserver.key"))
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=tls)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+
+    async def _stop(self) -> None:
+        await self._cut("drop")
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    async def _cut(self, mode: str, *, logs: bool = True) -> int:
+        streams = [s for s in self._streams if logs or s.watch]
+        for stream in streams:
+            stream.mode = mode
+            stream.cut.set()
+        return len(streams)
+
+    # ------------------------------------------------------------------ requests
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.stats.requests += 1
+        watch = request.query.get("watch") in ("true", "1") or "/watch/" in request.path
+        follow = request.path.endswith("/log") and request.query.get("follow") == "true"
+        verb = _verb(request.method, request.path, watch)
+        self.stats.by_verb[verb] = self.stats.by_verb.get(verb, 0) + 1
+        if time.monotonic() < self._throttle_until and (
+            self._rand.random() < self._throttle_fraction
+        ):
+            self.stats.throttled += 1
+            return _too_many(self._retry_after)
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        assert self._session is not None
+        try:
+            upstream = await self._session.request(
+                request.method,
+                self.upstream + request.path_qs,
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+            )
+        except (aiohttp.ClientError, OSError):
+            self.stats.upstream_down += 1
+            _drop(request)  # as a dead server: no answer at all
+            raise web.HTTPServiceUnavailable() from None
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        try:
+            for key, value in upstream.headers.items():
+                if key.lower() not in _HOP_BY_HOP:
+                    response.headers.add(key, value)
+            await response.prepare(request)
+            if not (watch or follow) or upstream.status != 200:
+                await _copy(upstream, response)
+                await response.write_eof()
+                return response
+            if watch:
+                self.stats.watches += 1
+            await self._stream(request, upstream, response, watch=watch)
+            return response
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            self.stats.client_gone += 1  # the client went away first (killed, timed out)
+            return response
+        finally:
+            upstream.release()
+
+    async def _stream(
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        *,
+        watch: bool,
+    ) -> None:
+        stream = _Stream(response, request, watch)
+        self._streams.add(stream)
+        copier = asyncio.ensure_future(_copy(upstream, response))
+        cut = asyncio.ensure_future(stream.cut.wait())
+        try:
+            await asyncio.wait({copier, cut}, return_when=asyncio.FIRST_COMPLETED)
+            if copier.done():
+                with contextlib.suppress(Exception):
+                    copier.result()
+                    await response.write_eof()
+                return
+            copier.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await copier
+            if stream.mode == "gone" and watch:
+                self.stats.cut_gone += 1
+                with contextlib.suppress(Exception):
+                    await response.write(_gone_event())
+                    await response.write_eof()
+            else:
+                self.stats.cut_dropped += 1
+                _drop(request)
+        finally:
+            cut.cancel()
+            self._streams.discard(stream)
+
+
+def _verb(method: str, path: str, watch: bool) -> str:
+    """The Kubernetes verb of a request (roughly as the API server's request info does)."""
+    if watch:
+        return "watch"
+    if method != "GET":
+        return {"POST": "create", "PATCH": "patch", "PUT": "update"}.get(method, method.lower())
+    parts = [p for p in path.split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return "list" if len(rest) == 1 else "get"
+
+
+async def _copy(upstream: aiohttp.ClientResponse, response: web.StreamResponse) -> None:
+    async for chunk in upstream.content.iter_any():
+        await response.write(chunk)
+
+
+def _drop(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+
+
+def _too_many(retry_after: int) -> web.Response:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Too many requests, please try again later.",
+        "reason": "TooManyRequests",
+        "details": {"retryAfterSeconds": retry_after},
+        "code": 429,
+    }
+    return web.Response(
+        status=429,
+        body=json.dumps(status).encode(),
+        content_type="application/json",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def _gone_event() -> bytes:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "too old resource version (cut by the devcluster fault proxy)",
+        "reason": "Expired",
+        "code": 410,
+    }
+    return json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
+
+
+@contextlib.contextmanager
+def running(state_dir: Path, *, seed: int = 0) -> Iterator[FaultProxy]:
+    """``with running(state_dir) as proxy:`` (the same as ``with FaultProxy(...)``)."""
+    with FaultProxy(state_dir, seed=seed) as proxy:
+        yield proxy
