@@ -23,6 +23,7 @@ from jobset_core.backends._base import Handle
 from jobset_core.errors import JobSetError
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
 from jobset_core.models import JobSet
+from jobset_core.models.jobset import JOB_FAILURE_REASONS
 from jobset_core.observe._store import Observation
 from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
 from jobset_core.policy.pod_start import (
@@ -124,7 +125,24 @@ def _job_detail(observation: Observation, job: str | None, failures: dict[str, s
     if not job:
         return ""
     found = next((j for j in observation.jobs if j["metadata"].get("name") == job), None)
-    return (common.job_failure(found) if found is not None else "") or failures.get(job, "")
+    seen = (common.job_failure(found) if found is not None else "") or failures.get(job, "")
+    return seen or _job_failure_event(observation, job)
+
+
+def _job_failure_event(observation: Observation, job: str) -> str:
+    """How the named Job failed, from the Job controller's Warning Event about it (kept by the
+    observer after the Job itself is gone, and after a relist that never saw it fail)."""
+    for event in reversed(observation.events):
+        about = event.get("involvedObject") or {}
+        reason = event.get("reason")
+        if (
+            about.get("kind") == "Job"
+            and about.get("name") == job
+            and reason in JOB_FAILURE_REASONS
+        ):
+            detail = ": ".join(str(x) for x in (reason, event.get("message")) if x)
+            return f"job {job} failed: {detail}"
+    return ""
 
 
 def _remember_failures(observation: Observation, failures: dict[str, str]) -> None:

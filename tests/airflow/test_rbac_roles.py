@@ -323,10 +323,20 @@ async def s_deferred(case: Case) -> None:
     ti = TI(case.run_id)
     op = case.operator(jobset(case), deferrable=True, delete_policy="always")
     deferred = await asyncio.to_thread(deferred_of, op, ti)
-    event = await anext(case.trigger(deferred).run())
+    trigger = case.trigger(deferred)
+    # The trigger follows the log while deferred; its lines go to the trigger's own logger
+    # (the triggerer's log in Airflow), told to this process's log here.
+    info = trigger.log.info
+
+    def tell(message: str, *args: Any, **kwargs: Any) -> None:
+        logging.getLogger("airflow.task").info(message, *args)
+        info(message, *args, **kwargs)
+
+    trigger.log.info = tell
+    event = await anext(trigger.run())
     result = await asyncio.to_thread(op.execute_complete, {"ti": ti}, event.payload)
     case.expect(result == 7, f"deferred result {result!r}")
-    case.texts.append(f"hello from {case.namespace}")  # the log shown on resume
+    case.texts.append(f"hello from {case.namespace}")  # the log followed while deferred
 
 
 async def s_restart(case: Case) -> None:

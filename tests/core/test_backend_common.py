@@ -767,6 +767,21 @@ def test_judge_restart_names_the_failed_job() -> None:
     assert "is restarting (restart 1) (failed child Job: js-workers-1)" in verdict.message
 
 
+def test_judge_restart_reads_the_job_failure_from_its_event_when_no_view_had_it() -> None:
+    event = {
+        "type": "Warning", "reason": "BackoffLimitExceeded",
+        "message": "Job has reached the specified backoff limit",
+        "involvedObject": {"kind": "Job", "name": "js-workers-1", "uid": "j-1"},
+    }  # fmt: skip
+    judge = Judge(HANDLE, WaitRules(on_restart="return"))
+    judge.step(seen(make_jobset(status=RUNNING)))
+    verdict = judge.step(seen(make_jobset(status=RESTARTING), event)).verdict
+    assert verdict is not None and verdict.outcome is not None
+    assert "job js-workers-1 failed: BackoffLimitExceeded: Job has reached" in (
+        verdict.outcome.message
+    )
+
+
 @pytest.mark.parametrize("job_still_seen", [True, False], ids=["job-seen", "job-already-gone"])
 def test_judge_restart_says_how_the_failed_job_failed(job_still_seen: bool) -> None:
     failed_job = {
