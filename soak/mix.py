@@ -42,6 +42,7 @@ class Behaviour:
         annotations: The fake pods' behaviour (see tests/cluster/README.md).
         max_restarts: The JobSet's ``failurePolicy.maxRestarts``.
         length: How long one attempt runs, as a fraction of the task's share of the window.
+        start_grace: The operator's ``start_grace`` (seconds), when not its default.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Behaviour:
     annotations: dict[str, str] = field(default_factory=dict)
     max_restarts: int = 0
     length: float = 1.0
+    start_grace: float | None = None
 
 
 #: The behaviours of the mix (each with each mode and each backend).
@@ -64,7 +66,15 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         length=0.5,
     ),
     Behaviour("terminal-failure", "failed", {"devcluster/exit-code": "3"}, length=0.6),
-    # Pods that cannot start (issue "Pods that cannot run") join here as one more row.
+    # The image cannot be pulled: the run fails with PodsCannotStart once the grace is over,
+    # on the first try (never retried), whatever the faults do meanwhile.
+    Behaviour(
+        "cannot-start",
+        "failed",
+        {"devcluster/cannot-start": "ErrImagePull"},
+        length=0.3,
+        start_grace=5.0,
+    ),
 )
 
 #: Every kind of task: (mode, backend, behaviour).
@@ -224,6 +234,11 @@ def dag_source(plan_: Plan, *, dag_id: str, namespace: str, timeout: float) -> s
             "deferrable": t.mode == "deferred",
             "backend": t.backend,
             "jobset": t.jobset(result=f'{{"task": "{t.task_id}"}}'),
+            "options": (
+                {"start_grace": t.behaviour.start_grace}
+                if t.behaviour.start_grace is not None
+                else {}
+            ),
         }
         for t in plan_.tasks
     ]
@@ -256,5 +271,6 @@ with DAG("{dag_id}", schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
             delete_policy="always",
             timeout=timedelta(seconds={timeout}),
             log_replicated_job="lead",
+            **spec["options"],
         )
 '''
