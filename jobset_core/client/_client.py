@@ -22,6 +22,7 @@ import asyncio
 import copy
 import datetime as _dt
 import itertools
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -48,7 +49,14 @@ from jobset_core.client._core import (
 from jobset_core.client._credentials import Credentials
 from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
 from jobset_core.client.config import ClientSettings, load_connection
-from jobset_core.errors import ApiError, JobSetError, NotFound, ServerError, Unauthorized
+from jobset_core.errors import (
+    ApiError,
+    Forbidden,
+    JobSetError,
+    NotFound,
+    ServerError,
+    Unauthorized,
+)
 from jobset_core.resources import ApiResource
 
 __all__ = ["Client", "ClientStats"]
@@ -56,6 +64,8 @@ __all__ = ["Client", "ClientStats"]
 T = TypeVar("T")
 Obj = dict[str, Any]
 Body = Mapping[str, Any] | Any
+
+log = logging.getLogger(__name__)
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 #: For this long after the API server could not be reached, a 403 may be its restart's.
@@ -375,11 +385,13 @@ class Client:
                 delay = self._delay(request, number, answer)
                 if delay is None:
                     raise
+                _said_refused(answer, number)
             except ApiException as exc:
                 error = _api_error(request, exc)
                 delay = self._delay(request, number, error)
                 if delay is None:
                     raise error from exc
+                _said_refused(error, number)
             except _TRANSPORT_ERRORS as exc:
                 self._unreachable_at = time.monotonic()
                 error = _core.unreachable(request, exc)
@@ -515,3 +527,10 @@ def _api_error(request: Request, exc: Any) -> JobSetError:
         return _core.unreachable(request, exc)
     now = _dt.datetime.now(_dt.timezone.utc)
     return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
+
+
+def _said_refused(error: JobSetError, attempt: int) -> None:
+    """Say a 403 the first time it is retried: a missing permission shows at once, not only
+    once the retries meant for a restarting API server are over."""
+    if isinstance(error, Forbidden) and attempt == 1:
+        log.warning("403 Forbidden, trying again in case the API server just restarted: %s", error)
