@@ -40,7 +40,7 @@ from typing import Any
 from airflow.sdk import dag, get_current_context, task
 
 from airflow_provider_jobset.operators import JobSetOperator
-from jobset_core import jax_multislice, labels
+from jobset_core import jax_multislice
 
 IMAGE = os.environ.get("JOBSET_EXAMPLES_IMAGE", "devcluster.local/python-jax:1")
 SHARED_DIR = os.environ.get("JOBSET_EXAMPLES_SHARED_DIR", "/srv/jobset-examples")
@@ -72,22 +72,6 @@ def write_dataset(folder: Path, rows: int = 4096, features: int = 8, seed: int =
     return meta
 
 
-def with_restart_attempt(pod_spec: dict[str, Any]) -> None:
-    """``JOBSET_RESTART_ATTEMPT`` from the pod label, through the downward API.
-
-    The one place to change once the builders inject it themselves.
-    """
-    for container in pod_spec["containers"]:
-        container.setdefault("env", []).append(
-            {
-                "name": "JOBSET_RESTART_ATTEMPT",
-                "valueFrom": {
-                    "fieldRef": {"fieldPath": f"metadata.labels['{labels.RESTART_ATTEMPT}']"}
-                },
-            }
-        )
-
-
 def training_jobset() -> dict[str, Any]:
     """The training JobSet as a mapping, so that Airflow renders its ``{{ ... }}`` strings."""
     jobset = jax_multislice(
@@ -114,7 +98,6 @@ def training_jobset() -> dict[str, Any]:
     )
     body = jobset.to_dict()
     pod_spec = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    with_restart_attempt(pod_spec)
     for container in pod_spec["containers"]:
         container["imagePullPolicy"] = "IfNotPresent"
         container["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]

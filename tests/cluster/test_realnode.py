@@ -34,15 +34,9 @@ from tests.cluster.pytest_devcluster import PYTHON_IMAGE, SHELL_IMAGE, DevCluste
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 BACKENDS = ["controller", "native"]
-RESTART_ATTEMPT_ENV = {
-    "name": "JOBSET_RESTART_ATTEMPT",
-    "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{labels.RESTART_ATTEMPT}']"}},
-}
 
 
-def for_real_node(
-    jobset: JobSet, *, volumes: list[dict[str, Any]] | None = None, attempt_env: bool = False
-) -> dict[str, Any]:
+def for_real_node(jobset: JobSet, *, volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JobSet as a mapping whose pods run on the real node, images never pulled."""
     body = jobset.to_dict()
     for rjob in body["spec"]["replicatedJobs"]:
@@ -51,8 +45,6 @@ def for_real_node(
         pod["terminationGracePeriodSeconds"] = 1
         for container in pod["containers"]:
             container["imagePullPolicy"] = "IfNotPresent"
-            if attempt_env:
-                container.setdefault("env", []).append(RESTART_ATTEMPT_ENV)
             if volumes:
                 container["volumeMounts"] = [
                     {"name": v["name"], "mountPath": "/shared"} for v in volumes
@@ -169,8 +161,8 @@ def test_logs_are_followed_live_and_the_result_is_the_termination_message(
         )
         assert logs.stdout.splitlines() == ["first line", "second line"], logs.stderr
         return
-    t_first, _ = run.first("log: first line")
-    t_second, _ = run.first("log: second line")
+    t_first, _ = run.first("] first line")  # log: [pod] first line
+    t_second, _ = run.first("] second line")
     t_done, _ = run.first("Completed: JobSet")
     # streamed while the container ran, not read at the end
     assert t_second - t_first >= 3, run.text()
@@ -364,7 +356,7 @@ def test_a_restarted_jobset_resumes_from_its_checkpoint(
 ) -> None:
     data, volume = dataset(real_node, cluster_namespace, f"resume-{backend}")
     js = jax_train_jobset("resume", data, steps=16, every=5, fail_at=12, max_restarts=1)
-    body = for_real_node(js, volumes=volume, attempt_env=True)
+    body = for_real_node(js, volumes=volume)  # JOBSET_RESTART_ATTEMPT: from the builder
     run = jobsetctl_run(devcluster, cluster_namespace, body, backend, tmp_path)
     assert run.code == 0, run.text()
     assert "restarts=1" in run.text()
