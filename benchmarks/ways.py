@@ -168,9 +168,9 @@ def _warm_config(spec: dict[str, Any]) -> None:
     its own and never meets this)."""
     from jobset_core.blocking import run
     from jobset_core.client import ClientSettings
-    from jobset_core.client.config import load_configuration
+    from jobset_core.client.config import load_connection
 
-    run(lambda: load_configuration(ClientSettings(kubeconfig_path=spec["kubeconfig"])))
+    run(lambda: load_connection(ClientSettings(kubeconfig_path=spec["kubeconfig"])))
 
 
 def workers(spec: dict[str, Any], channel: Channel) -> None:
