@@ -4,6 +4,9 @@ admin kubeconfig's key, a service-account token) in a log file, and nothing in c
 from __future__ import annotations
 
 import base64
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,15 @@ from tests.cluster import logscan
 
 KEY_PEM = "-----BEGIN PRIVATE KEY-----\n" + "A" * 20 + "kEy" * 30 + "\n-----END PRIVATE KEY-----\n"
 TOKEN = "dcst_eyJ1IjoiYWxpY2UifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A folder outside pytest's own: `make test` scans that one for credentials, and the ones
+    planted here are fakes that must not be found there."""
+    folder = Path(tempfile.mkdtemp(prefix="jobset-logscan-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
