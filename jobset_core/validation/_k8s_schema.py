@@ -196,9 +196,10 @@ def schema_tables() -> dict[str, dict[str, _Field]]:
 def cache_file() -> Path:
     """Where this client version's tables are cached (see the module's docstring)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = f"{client_version()}|{_CACHE_FORMAT}|{sorted(NOT_REQUIRED)}"
+    version = client_version()
+    key = f"{version}|{_CACHE_FORMAT}|{sorted(NOT_REQUIRED)}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(base) / "jobset-core" / f"k8s-schema-{client_version()}-{digest}.json"
+    return Path(base) / "jobset-core" / f"k8s-schema-{version}-{digest}.json"
 
 
 def read_client_tables() -> dict[str, dict[str, _Field]]:
