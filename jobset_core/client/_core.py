@@ -121,10 +121,15 @@ class Request:
 
     @property
     def idempotent(self) -> bool:
-        """Whether repeating the call after a lost answer cannot change anything: a read, or
-        a DELETE (a second one finds the object gone, 404, which every caller of ``delete``
-        takes as done; a ``uid`` precondition still guards a namesake)."""
-        return self.method in ("GET", "DELETE")
+        """Whether repeating the call after a lost answer cannot change anything: a read; a
+        DELETE (a second one finds the object gone, 404, which every caller of ``delete``
+        takes as done; a ``uid`` precondition still guards a namesake); or a create of an
+        object with a fixed name (a second one that finds the first's object gets 409, which
+        every caller of ``create`` takes as "exists" and checks as a namesake it may adopt).
+        A create by ``generateName`` or a patch is not: repeating it may apply it twice."""
+        if self.method in ("GET", "DELETE"):
+            return True
+        return self.method == "POST" and _fixed_name(self.body)
 
     @property
     def permission(self) -> tuple[str, str, str]:
@@ -376,6 +381,11 @@ def _params(**values: str | None) -> tuple[tuple[str, str], ...]:
     return tuple((key, value) for key, value in values.items() if value is not None)
 
 
+def _fixed_name(body: Any) -> bool:
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])
+
+
 def _body(body: Any) -> Any:
     plain = to_plain(body)
     if not isinstance(plain, (dict, list)):
@@ -574,10 +584,11 @@ def unreachable(request: Request, error: BaseException) -> Unreachable:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How throttling (429), server errors (5xx) and lost answers to reads and deletes are
-    retried. The default (seven attempts, 0.5 s doubling up to 10 s) keeps trying for about
-    25 s: long enough for an API server that restarts on a loaded machine (the soak saw one
-    refuse connections, then answer 503 while it installed its paths, for 19 s).
+    """How throttling (429), server errors (5xx) and lost answers to reads, deletes and
+    creates of fixed names are retried. The default (seven attempts, 0.5 s doubling up to
+    10 s) keeps trying for about 25 s: long enough for an API server that restarts on a
+    loaded machine (the soak saw one refuse connections, then answer 503 while it installed
+    its paths, for 19 s).
 
     Attributes:
         max_attempts: Attempts in total, the first one included (1 disables retries).
@@ -622,8 +633,9 @@ def retry_delay(
         policy: The retry policy.
         attempt: The number of the attempt that just failed.
         error: What it failed with.
-        idempotent: Whether the request is a read or a delete (only those are retried on
-            :class:`Unreachable`: a lost answer to a create or patch may hide a success).
+        idempotent: Whether the request may be repeated after a lost answer (a read, a delete,
+            a create of a fixed name: see :attr:`Request.idempotent`; only those are retried
+            on :class:`Unreachable`: a lost answer to a patch may hide a success).
         rand: A number in ``[0, 1)`` that drives the jitter (the shell passes ``random.random()``).
         forbidden_may_pass: Whether a 403 is likely a restarted API server's: the same
             identity was allowed the same call (verb, resource, namespace) before, or the

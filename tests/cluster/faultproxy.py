@@ -62,6 +62,7 @@ class ProxyStats:
     cut_dropped: int = 0
     upstream_down: int = 0
     client_gone: int = 0
+    answers_lost: int = 0
     by_verb: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> dict[str, Any]:
@@ -96,6 +97,7 @@ class FaultProxy:
         self._throttle_until = 0.0
         self._throttle_fraction = 1.0
         self._retry_after = 1
+        self._lose: dict[str, int] = {}  # verb -> answers still to lose
         self._streams: set[_Stream] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -116,6 +118,13 @@ class FaultProxy:
         self._retry_after = retry_after
         self._throttle_fraction = fraction
         self._throttle_until = time.monotonic() + seconds
+
+    def lose_answers(self, verb: str, count: int = 1) -> None:
+        """Pass the next ``count`` requests of ``verb`` (``create``, ``delete``...) to the API
+        server, then close the connection instead of answering: the request took effect, its
+        answer was lost (what a client sees when the server or a load balancer dies between
+        the two)."""
+        self._lose[verb] = self._lose.get(verb, 0) + count
 
     def cut_watches(self, mode: str = "gone", *, logs: bool = True) -> int:
         """End every open watch (``gone``: a 410 ERROR event first; ``drop``: the connection
@@ -244,6 +253,13 @@ class FaultProxy:
             self.stats.upstream_down += 1
             _drop(request)  # as a dead server: no answer at all
             raise web.HTTPServiceUnavailable() from None
+        if self._lose.get(verb, 0) > 0:
+            self._lose[verb] -= 1
+            await upstream.read()  # the server has done it; the client never hears
+            upstream.release()
+            self.stats.answers_lost += 1
+            _drop(request)
+            raise web.HTTPServiceUnavailable()
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         try:
             for key, value in upstream.headers.items():

@@ -90,8 +90,28 @@ def test_create_takes_models_and_dicts_and_dry_run() -> None:
         "metadata": {"name": "x"},
         "spec": {"suspend": True},
     }
-    assert not request.idempotent
+    assert request.idempotent  # a fixed name: a repeat finds the first's object (409)
     assert _core.create(JOB, "ns", {"kind": "Job"}).query == (("fieldValidation", "Strict"),)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "repeatable"),
+    [
+        ({"name": "x"}, True),
+        ({"generateName": "x-"}, False),  # a repeat makes a second object
+        ({"name": ""}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_only_a_create_of_a_fixed_name_is_repeated_after_a_lost_answer(
+    metadata: Any, repeatable: bool
+) -> None:
+    body: dict[str, Any] = {"kind": "Job"}
+    if metadata is not None:
+        body["metadata"] = metadata
+    assert _core.create(JOB, "ns", body).idempotent is repeatable
+    assert not _core.patch(JOB, "ns", "x", {"metadata": {"name": "x"}}).idempotent
 
 
 def test_create_refuses_non_objects() -> None:

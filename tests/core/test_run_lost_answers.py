@@ -1,0 +1,95 @@
+"""A create whose answer is lost (the API server, or whatever is in between, dies after the
+object was stored and before the client heard) is repeated, and the repeat's 409 is taken as
+what it is: the run's own object, adopted once its identity labels match.
+
+Before, a lost answer to a create surfaced at once as ``Unreachable``: the soak's API-server
+restart made a task's retries fail one after another within seconds (each try's create lost),
+until Airflow had no tries left, with the JobSet or anchor left behind. Both backends, both
+faces, on the real local control plane behind the fault proxy (``tests/cluster/faultproxy.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobset_core.models import JobSet
+from jobset_core.outcome import Phase
+from tests.cluster import devcluster_auth
+from tests.cluster.faultproxy import FaultProxy
+from tests.core._runs import FLAVOURS, open_face
+
+pytestmark = pytest.mark.cluster
+
+IDENTITY = {"run": "lost-answers"}
+POD = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+
+
+def manifest(name: str) -> JobSet:
+    pod = {"metadata": {"annotations": {"devcluster/run-seconds": "0.5"}}, "spec": POD}
+    rjob = {"name": "workers", "replicas": 2, "template": {"spec": {"template": pod}}}
+    return JobSet.model_validate({"metadata": {"name": name}, "spec": {"replicatedJobs": [rjob]}})
+
+
+@pytest.fixture
+def proxy(devcluster: Any) -> Iterator[FaultProxy]:
+    with FaultProxy(devcluster.state_dir) as running:
+        yield running
+
+
+def run_objects(devcluster: Any, namespace: str, backend: str) -> list[str]:
+    if backend == "controller":
+        items = devcluster.custom.list_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+        )["items"]
+        return [item["metadata"]["name"] for item in items]
+    anchors = devcluster.core.list_namespaced_config_map(
+        namespace, label_selector="jobset-core/anchor=native"
+    ).items
+    return [anchor.metadata.name for anchor in anchors]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize(
+    ("backend", "lost"),
+    [
+        ("controller", 1),  # the JobSet's create (the controller makes the Jobs)
+        ("native", 4),  # the anchor's, the Service's and both Jobs' creates
+    ],
+)
+async def test_a_create_whose_answer_is_lost_is_repeated_and_adopted(
+    *,
+    backend: str,
+    lost: int,
+    flavour: str,
+    devcluster: Any,
+    proxy: FaultProxy,
+    cluster_namespace: str,
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "proxied.kubeconfig"  # the proxy ends TLS: a token, no client cert
+    devcluster_auth.exec_kubeconfig(
+        devcluster.state_dir,
+        kubeconfig,
+        user="lost-answers",
+        groups=["system:masters"],
+        ttl=600,
+        server=proxy.url,
+        namespace=cluster_namespace,
+    )
+    proxy.lose_answers("create", lost)
+    async with open_face(flavour, kubeconfig, backend) as face:  # type: ignore[arg-type]
+        submitted = await face.submit(
+            manifest("lost"), namespace=cluster_namespace, identity=IDENTITY
+        )
+        # The first create took effect; its repeat met it (409) and adopted it.
+        assert not submitted.created
+        assert run_objects(devcluster, cluster_namespace, backend) == ["lost"]
+        outcome = await face.wait(submitted.handle, timeout=90)
+    assert proxy.stats.answers_lost == lost
+    assert outcome.phase is Phase.COMPLETED, outcome
+    jobs = devcluster.batch.list_namespaced_job(cluster_namespace).items
+    assert sorted(j.metadata.name for j in jobs) == ["lost-workers-0", "lost-workers-1"]
