@@ -44,6 +44,7 @@ async def fire(trigger: JobSetTrigger, timeout: float = 120) -> Verdict:
     return Verdict.model_validate(event.payload)
 
 
+@pytest.mark.alone  # a 100 ms callback is wall time: other tests' load would stretch it
 async def test_triggers_share_one_client_and_one_watch(
     cluster_namespace: str, kube_conn: str, devcluster: Any
 ) -> None:

@@ -44,7 +44,13 @@ import yaml
 
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 
-pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(1500)]
+# alone: it times the ways against each other (2 s), which other tests' load would blur.
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.airflow,
+    pytest.mark.alone,
+    pytest.mark.timeout(1500),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 KFP_PYTHON = ROOT / ".venv" / "kfp" / "bin" / "python"

@@ -15,7 +15,7 @@ import pytest
 from soak.mix import MIX, SMALL_FAULTS, plan
 from soak.run import failures, render, run_soak, summarise
 
-pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.alone, pytest.mark.timeout(900)]
 
 SEED = 14
 WINDOW = 100.0  # seconds the JobSets' pods run within

@@ -25,7 +25,7 @@ from benchmarks.results import Results
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.cluster, pytest.mark.alone, pytest.mark.timeout(420)]
 
 
 def _ours(state: Path) -> list[psutil.Process]:

@@ -67,6 +67,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "realnode: runs real containers on the devcluster's real node (kubelet)"
     )
+    config.addinivalue_line(
+        "markers",
+        "alone: needs the cluster to itself (restarts its components, or loads the machine "
+        "so much that timings beside it mean nothing); scripts/test.sh runs these after the "
+        "parallel pass, one at a time",
+    )
+
+
+def _owner_pid() -> int:
+    """The process that owns a cluster this session starts: the session itself, or, in a
+    worker of a parallel run (pytest-xdist), the controller that started the workers (so the
+    first worker's end does not stop a cluster the others still use; the controller stops it
+    in :func:`pytest_unconfigure`, or its watchdog when the controller dies)."""
+    return os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller of a parallel run stops the cluster one of its workers started."""
+    if hasattr(config, "workerinput") or os.environ.get("DEVCLUSTER_KUBECONFIG"):
+        return
+    state = _state_dir()
+    try:
+        owner = json.loads((state / "state.json").read_text()).get("owner_pid")
+    except (OSError, ValueError):
+        return
+    if owner == os.getpid() and _healthy(state):
+        subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
 
 
 def _wants_cluster(item: pytest.Item) -> bool:
@@ -309,7 +336,7 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
     if _BUILD_ERROR:
         pytest.fail(f"could not build the devcluster: {_BUILD_ERROR[0]}", pytrace=False)
     try:
-        _run_devcluster(["up", "--owner-pid", str(os.getpid())], request, stream=True)
+        _run_devcluster(["up", "--owner-pid", str(_owner_pid())], request, stream=True)
     except Exception as e:
         # `up` cleans up after itself when it fails; make sure nothing is left anyway.
         subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
@@ -322,7 +349,7 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
         owner = None
     dc = DevCluster(
         kubeconfig=state / "kubeconfig", started_here=owner == os.getpid(), state_dir=state
-    )
+    )  # a worker's cluster belongs to its controller: started_here is false there
     try:
         _check_api(dc)
         yield dc

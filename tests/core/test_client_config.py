@@ -150,8 +150,15 @@ async def test_reads_are_retried_then_unreachable() -> None:
         assert client.stats.requests == {"get": 3} and client.stats.retries == 2
         slept.clear()
         with pytest.raises(Unreachable, match="during create"):
+            await client.create(CONFIG_MAP, {"metadata": {"generateName": "x-"}}, namespace="ns")
+        assert slept == []  # a repeat may make a second object: never retried
+        with pytest.raises(Unreachable, match="during patch"):
+            await client.patch(CONFIG_MAP, "x", {"data": {"a": "1"}}, namespace="ns")
+        assert slept == []  # a lost answer to a patch may hide a success: never retried
+        with pytest.raises(Unreachable, match="during create"):
             await client.create(CONFIG_MAP, {"metadata": {"name": "x"}}, namespace="ns")
-        assert slept == []  # a lost answer to a write may hide a success: never retried
+        assert slept == [0.25, 0.5]  # a repeat of a fixed name meets the first (409)
+        slept.clear()
         with pytest.raises(Unreachable, match="during delete"):
             await client.delete(CONFIG_MAP, "x", namespace="ns")
         assert slept == [0.25, 0.5]  # a second delete finds it gone: retried like a read
