@@ -283,7 +283,18 @@ class Invalid(ApiError):
 
 
 class Forbidden(ApiError):
-    """403: the identity lacks a permission (see ``rbac_hint``)."""
+    """403: the identity lacks a permission (see ``rbac_hint``), or an admission plugin
+    refused the object (see :attr:`by_admission`)."""
+
+    @property
+    def by_admission(self) -> bool:
+        """Whether an admission plugin refused the object (a ResourceQuota's "exceeded quota",
+        a LimitRange, Pod Security) rather than the authorizer the identity (``... is
+        forbidden: User "x" cannot create resource ...``). Such a refusal is about the object
+        and the namespace, not a permission: no Role grants it, and it is not transient (a
+        restarted API server's empty authorizer caches give the other kind)."""
+        _, said, rest = self.message.partition(" is forbidden: ")
+        return bool(said) and not rest.startswith("User ")
 
     @property
     def rbac_hint(self) -> str:
@@ -297,6 +308,8 @@ class Forbidden(ApiError):
         )
 
     def _text(self) -> str:
+        if self.by_admission:  # the message says what (the quota, its use and its limit)
+            return super()._text()
         return f"{super()._text()} ({self.rbac_hint})"
 
 

@@ -644,13 +644,16 @@ def retry_delay(
             on a loaded machine), so a 403 is retried: for :data:`FORBIDDEN_ATTEMPTS` attempts
             (about 3.5 s by default; a missing permission surfaces that much later), or like
             a server error when it is likely transient (a Role is rarely taken away in the
-            middle of a wait). A 403 that outlasts the retries surfaces.
+            middle of a wait). A 403 that outlasts the retries surfaces. A 403 of an
+            admission plugin (:attr:`Forbidden.by_admission`: a quota) is never retried.
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
     """
     if attempt >= policy.max_attempts:
         return None
+    if isinstance(error, Forbidden) and error.by_admission:
+        return None  # a quota, a LimitRange: the same request gets the same answer
     if isinstance(error, Forbidden) and not forbidden_may_pass and attempt >= FORBIDDEN_ATTEMPTS:
         return None
     retryable = (

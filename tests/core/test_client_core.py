@@ -552,6 +552,44 @@ def test_a_403_that_may_be_a_restarts_is_retried_for_a_while(
     assert got == delay
 
 
+#: What the API server says, word for word (authorizer; ResourceQuota and Pod Security
+#: admission).
+RBAC_403 = (
+    'jobs.batch is forbidden: User "system:serviceaccount:ns:w" cannot create resource "jobs" '
+    'in API group "batch" in the namespace "ns"'
+)
+QUOTA_403 = (
+    'jobs.batch "run-w-0" is forbidden: exceeded quota: parity, requested: count/jobs.batch=1, '
+    "used: count/jobs.batch=0, limited: count/jobs.batch=0"
+)
+PSA_403 = (
+    'pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged '
+    '(container "c" must not set securityContext.privileged=true)'
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "admission", "retried"),
+    [
+        pytest.param(RBAC_403, False, True, id="rbac-may-be-a-restarts"),
+        pytest.param("", False, True, id="no-message-as-before"),
+        pytest.param(QUOTA_403, True, False, id="quota-never"),
+        pytest.param(PSA_403, True, False, id="pod-security-never"),
+    ],
+)
+@pytest.mark.parametrize("may_pass", [False, True])
+def test_an_admission_refusal_is_never_retried_and_names_no_role(
+    message: str, admission: bool, retried: bool, may_pass: bool
+) -> None:
+    """A quota's 403 is the same on every attempt, and no Role grants it: retrying it only
+    delayed the verdict (3.5 s, 25 s when the call was allowed before)."""
+    error = Forbidden(403, "Forbidden", message)
+    assert error.by_admission is admission
+    got = retry_delay(POLICY, 1, error, idempotent=True, rand=0.5, forbidden_may_pass=may_pass)
+    assert (got is not None) is retried
+    assert ("Role/RoleBinding" in str(error)) is not admission
+
+
 @pytest.mark.parametrize(
     ("path", "permission"),
     [
