@@ -6,7 +6,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
-step() { echo; echo "=== $* ==="; }
+began=$(date +%s)
+# Each step says how far into the run it starts (the cold budget is read from these lines).
+step() {
+  local t=$(( $(date +%s) - began ))
+  echo; printf '=== [+%dm%02ds] %s ===\n' $((t / 60)) $((t % 60)) "$*"
+}
 
 step "lint (ruff, mypy --strict, import-linter)"
 make --no-print-directory lint || status=1

@@ -73,6 +73,7 @@ def main(spec: dict[str, Any]) -> None:
     ti = _TI(spec["run_id"])
     context = {"ti": ti}
     kill = spec.get("mode") == "kill"
+    killing: threading.Thread | None = None
     if kill and not spec["deferrable"]:
 
         def killer() -> None:
@@ -82,7 +83,8 @@ def main(spec: dict[str, Any]) -> None:
             op.on_kill()
             print(json.dumps({"killed": True}), flush=True)
 
-        threading.Thread(target=killer, daemon=True).start()
+        killing = threading.Thread(target=killer, daemon=True)
+        killing.start()
     try:
         result = op.execute(context)
     except TaskDeferred as deferred:
@@ -95,6 +97,9 @@ def main(spec: dict[str, Any]) -> None:
     except Exception as err:
         print(json.dumps({"error": type(err).__name__, "message": str(err)}), flush=True)
         return
+    finally:
+        if killing is not None:  # the wait may see the deletion before on_kill() returns
+            killing.join(60)
     print(json.dumps({"result": result}), flush=True)
 
 

@@ -359,9 +359,12 @@ async def test_suspend_then_resume(
 async def test_exclusive_placement_gives_distinct_zones(
     backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
+    # The pods run long enough to overlap: exclusivity is between pods that exist (a finished
+    # pod leaves the scheduler's view), and on a loaded machine the second Job's pods were
+    # seen scheduled after the first's had ended, into the same zone.
     jobset = manifest(
         "excl",
-        rjob("workers", 2, pods=2),
+        rjob("workers", 2, pods=2, run="6"),
         annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": ZONE},
     )
     _, outcome, _ = await run(backend, jobset, cluster_namespace)
