@@ -17,6 +17,14 @@ import time
 from typing import Any
 
 
+def emit(record: dict[str, Any]) -> None:
+    """One record for the test, as a line of its own: a single write (no other thread's log
+    line can come between its parts), opened with a newline in case a log line is half
+    written (the test reads the lines that start with ``{``)."""
+    sys.stdout.write("\n" + json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
 class _TI:
     dag_id = "reattach_dag"
     task_id = "train"
@@ -30,7 +38,7 @@ class _TI:
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.xcoms[key] = value
-        print(json.dumps({"xcom": key, "value": value}), flush=True)
+        emit({"xcom": key, "value": value})
 
 
 def _jobset(annotations: dict[str, str]) -> dict[str, Any]:
@@ -81,7 +89,7 @@ def main(spec: dict[str, Any]) -> None:
                 time.sleep(0.2)
             time.sleep(2)
             op.on_kill()
-            print(json.dumps({"killed": True}), flush=True)
+            emit({"killed": True})
 
         killing = threading.Thread(target=killer, daemon=True)
         killing.start()
@@ -90,17 +98,17 @@ def main(spec: dict[str, Any]) -> None:
     except TaskDeferred as deferred:
         if kill:
             event = asyncio.run(_trigger_then_kill(deferred.trigger))
-            print(json.dumps({"killed": True, "event": event.payload}), flush=True)
+            emit({"killed": True, "event": event.payload})
             return
         event = asyncio.run(anext(deferred.trigger.run()))
         result = op.execute_complete(context, event.payload)
     except Exception as err:
-        print(json.dumps({"error": type(err).__name__, "message": str(err)}), flush=True)
+        emit({"error": type(err).__name__, "message": str(err)})
         return
     finally:
         if killing is not None:  # the wait may see the deletion before on_kill() returns
             killing.join(60)
-    print(json.dumps({"result": result}), flush=True)
+    emit({"result": result})
 
 
 if __name__ == "__main__":
