@@ -42,27 +42,25 @@ run_pytest() {
 
 # The real node's tests run containers (tests/cluster); with DEVCLUSTER_REAL_NODE=0 there is no
 # real node, so they are deselected rather than failed.
-kfp_select=(-m "kfp or not cluster")
-case "${DEVCLUSTER_REAL_NODE:-1}" in
-  0|false|no|off)
-    kfp_select=(-m "(kfp or not cluster) and not realnode")
-    echo "DEVCLUSTER_REAL_NODE=${DEVCLUSTER_REAL_NODE}: real-node tests deselected" ;;
-esac
-# The core's cluster tests run once (both sides share the core's one client); its pure
-# tests run on both sides, since validation reads the batch/v1 schema of each side's client.
-# tests/bench: the benchmarks' pure parts and their smoke profile (`make bench`'s code, tiny
-# sizes, on a devcluster of its own; no thresholds).
 #
 # The Airflow side runs in two passes: most of its tests wait on the cluster rather than
 # compute, so they run in TEST_WORKERS processes at once (pytest-xdist; a file's tests stay on
 # one worker, each test has its own namespace); the tests marked `alone` (they restart the
 # cluster's components, time the ways against each other, or measure the event loop) run
 # after, one at a time, on a quiet cluster.
-airflow_tests=(tests/core tests/cluster tests/airflow tests/docs tests/bench)
+kfp_select=(-m "kfp or not cluster")
 not_alone=(-m "not alone"); only_alone=(-m alone)
 case "${DEVCLUSTER_REAL_NODE:-1}" in
-  0|false|no|off) not_alone=(-m "not alone and not realnode"); only_alone=(-m "alone and not realnode") ;;
+  0|false|no|off)
+    kfp_select=(-m "(kfp or not cluster) and not realnode")
+    not_alone=(-m "not alone and not realnode"); only_alone=(-m "alone and not realnode")
+    echo "DEVCLUSTER_REAL_NODE=${DEVCLUSTER_REAL_NODE}: real-node tests deselected" ;;
 esac
+# The core's cluster tests run once (both sides share the core's one client); its pure
+# tests run on both sides, since validation reads the batch/v1 schema of each side's client.
+# tests/bench: the benchmarks' pure parts and their smoke profile (`make bench`'s code, tiny
+# sizes, on a devcluster of its own; no thresholds).
+airflow_tests=(tests/core tests/cluster tests/airflow tests/docs tests/bench)
 run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
 run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
 

@@ -42,6 +42,7 @@ from typing import Any
 import pytest
 import yaml
 
+from jobset_core import labels
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 
 # alone: it times the ways against each other (2 s), which other tests' load would blur.
@@ -740,7 +741,7 @@ class Moments:
             self._status(namespace, name, status, meta)
 
     def _job(self, namespace: str, meta: dict[str, Any], status: dict[str, Any]) -> None:
-        run = (meta.get("labels") or {}).get("jobset.sigs.k8s.io/jobset-name")
+        run = (meta.get("labels") or {}).get(labels.JOBSET_NAME)
         uid = meta.get("uid")
         ended = any(
             c.get("type") in ("Complete", "Failed") and c.get("status") == "True"

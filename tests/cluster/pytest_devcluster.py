@@ -83,16 +83,21 @@ def _owner_pid() -> int:
     return os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
 
 
+def _owner_of(state: Path) -> int | None:
+    """The process a running cluster belongs to (``up --owner-pid``), if any."""
+    try:
+        owner = json.loads((state / "state.json").read_text()).get("owner_pid")
+    except (OSError, ValueError):
+        return None
+    return owner if isinstance(owner, int) else None
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller of a parallel run stops the cluster one of its workers started."""
     if hasattr(config, "workerinput") or os.environ.get("DEVCLUSTER_KUBECONFIG"):
         return
     state = _state_dir()
-    try:
-        owner = json.loads((state / "state.json").read_text()).get("owner_pid")
-    except (OSError, ValueError):
-        return
-    if owner == os.getpid() and _healthy(state):
+    if _owner_of(state) == os.getpid() and _healthy(state):
         subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
 
 
@@ -343,12 +348,10 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
         pytest.fail(f"could not start the devcluster: {e}", pytrace=False)
     # `up` finds a cluster that another session started meanwhile healthy and leaves it alone:
     # then it is not ours to stop.
-    try:
-        owner = json.loads((state / "state.json").read_text()).get("owner_pid")
-    except (OSError, ValueError):
-        owner = None
     dc = DevCluster(
-        kubeconfig=state / "kubeconfig", started_here=owner == os.getpid(), state_dir=state
+        kubeconfig=state / "kubeconfig",
+        started_here=_owner_of(state) == os.getpid(),
+        state_dir=state,
     )  # a worker's cluster belongs to its controller: started_here is false there
     try:
         _check_api(dc)
