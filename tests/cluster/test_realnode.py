@@ -29,6 +29,8 @@ import pytest
 
 from jobset_core import jax_multislice, labels, leader_workers, pytorch_ddp
 from jobset_core.models import JobSet
+from tests.cluster import devcluster_auth
+from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.pytest_devcluster import PYTHON_IMAGE, SHELL_IMAGE, DevCluster, RealNode
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -147,26 +149,57 @@ def test_logs_are_followed_live_and_the_result_is_the_termination_message(
         if "leader" in p.metadata.name
     )
     assert leader.spec.node_name == real_node.name
-    if backend == "native":
-        # Following with the native backend sometimes prints nothing at all (seen twice in
-        # about ten runs; the sync twins are being replaced): check that its logs are
-        # readable, and leave the live stream to the controller case.
-        command = ["logs", "live-logs", "-n", cluster_namespace, "--backend", "native"]
-        logs = subprocess.run(
-            [sys.executable, "-m", "jobset_core.cli", *command],
-            env=devcluster.env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert logs.stdout.splitlines() == ["first line", "second line"], logs.stderr
-        return
     t_first, _ = run.first("] first line")  # log: [pod] first line
     t_second, _ = run.first("] second line")
     t_done, _ = run.first("Completed: JobSet")
     # streamed while the container ran, not read at the end
     assert t_second - t_first >= 3, run.text()
     assert t_first < t_second <= t_done
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cut_log_stream_is_read_again_from_where_it_stopped(
+    backend: str,
+    devcluster: DevCluster,
+    real_node: RealNode,
+    cluster_namespace: str,
+    tmp_path: Path,
+) -> None:
+    """Every open log stream (and watch) is cut every 1.5 s while the container writes a line
+    every half second: the follower opens the log again and skips what it has shown, so every
+    line comes exactly once and in order."""
+    ticks = 16
+    js = leader_workers(
+        "cut-logs",
+        SHELL_IMAGE,
+        workers=1,
+        leader_command=["sh", "-c", f"for i in $(seq 1 {ticks}); do echo tick $i; sleep 0.5; done"],
+        worker_command=["sh", "-c", "sleep 1"],
+    )
+    with FaultProxy(devcluster.state_dir) as proxy:
+        kubeconfig = devcluster_auth.exec_kubeconfig(  # the proxy ends TLS: a token identity
+            devcluster.state_dir,
+            tmp_path / "proxied.kubeconfig",
+            user="cut-logs",
+            groups=["system:masters"],
+            ttl=600,
+            server=proxy.url,
+        )
+        with proxy.cutting(1.5, logs=True):
+            run = jobsetctl_run(
+                devcluster,
+                cluster_namespace,
+                for_real_node(js),
+                backend,
+                tmp_path,
+                "--kubeconfig",
+                str(kubeconfig),
+            )
+        dropped = proxy.stats.cut_dropped
+    assert run.code == 0, run.text()
+    shown = [line.split("] ", 1)[1] for _, s, line in run.lines if s == "out" and "] tick " in line]
+    assert shown == [f"tick {i}" for i in range(1, ticks + 1)], run.text()
+    assert dropped >= 2, "the proxy cut no log stream"  # the leader's log, more than once
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -362,10 +395,9 @@ def test_a_restarted_jobset_resumes_from_its_checkpoint(
     assert "restarts=1" in run.text()
     result = run.result()
     assert (result["restart_attempt"], result["resumed_from_step"], result["steps"]) == (1, 10, 16)
-    if backend == "controller":  # native log following: see the live-logs test
-        # the first attempt died where it was told to, after its checkpoint of step 10
-        assert "[attempt 0 process 0/2] checkpoint step-000010.npz" in run.text()
-        assert run.first("checkpoint step-000010.npz")[0] < run.first("restarts=1")[0]
+    # the first attempt died where it was told to, after its checkpoint of step 10
+    assert "[attempt 0 process 0/2] checkpoint step-000010.npz" in run.text()
+    assert run.first("checkpoint step-000010.npz")[0] < run.first("restarts=1")[0]
 
 
 # --------------------------------------------------------------------------------------------

@@ -300,3 +300,45 @@ def warnings_about(
         (e.reason, normalized(e.message, pod) or "", e.involved_object.field_path or "")
         for e in events
     }
+
+
+def test_a_long_termination_message_is_cut_as_the_kubelet_cuts_it(
+    devcluster: DevCluster, real_node: RealNode, cluster_namespace: str
+) -> None:
+    """The kubelet keeps the last 4096 bytes of a longer termination message (what the core's
+    result check expects); kwok's ``devcluster/termination-message`` does the same."""
+    text = "".join(f"{i:09d}\n" for i in range(500))  # 5,000 bytes
+    suffix = uuid.uuid4().hex[:6]
+    script = 'i=0; while [ $i -lt 500 ]; do printf "%09d\\n" $i; i=$((i+1)); done'
+    container = {"name": "c", "image": SHELL_IMAGE, "imagePullPolicy": "IfNotPresent"}
+    spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1}
+    real = {
+        "metadata": {"name": f"real-{suffix}"},
+        "spec": real_node.place(
+            {
+                **spec,
+                "containers": [
+                    {**container, "command": ["sh", "-c", f"{script} > /dev/termination-log"]}
+                ],
+            }
+        ),
+    }
+    kwok = {
+        "metadata": {
+            "name": f"kwok-{suffix}",
+            "annotations": {"devcluster/termination-message": text, "devcluster/run-seconds": "1"},
+        },
+        "spec": {**spec, "containers": [container], "nodeSelector": {"type": "kwok"}},
+    }
+    for body in (real, kwok):
+        devcluster.core.create_namespaced_pod(cluster_namespace, {"kind": "Pod", **body})
+    names = [real["metadata"]["name"], kwok["metadata"]["name"]]
+    seen = watch(devcluster, cluster_namespace, names, ["terminated:Completed"], timeout=120)
+    messages = [
+        seen[name].at["terminated:Completed"]["status"]["containerStatuses"][0]["state"][
+            "terminated"
+        ]["message"]
+        for name in names
+    ]
+    assert messages[0] == text[-4096:], f"the real kubelet kept {len(messages[0])} bytes"
+    assert messages[1] == messages[0]
