@@ -28,7 +28,7 @@ venvs:
 lint: venvs
 	@status=0; \
 	for step in ".venv/airflow/bin/ruff check ." ".venv/airflow/bin/ruff format --check ." \
-	    ".venv/airflow/bin/mypy jobset_core airflow_provider_jobset" \
+	    ".venv/airflow/bin/mypy jobset_core airflow_provider_jobset benchmarks" \
 	    ".venv/kfp/bin/mypy jobset_core kfp_components" \
 	    ".venv/airflow/bin/lint-imports --no-cache"; do \
 	  echo "+ $$step"; $$step || status=1; \

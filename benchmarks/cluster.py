@@ -255,7 +255,10 @@ class BenchCluster:
     def namespaces(self, prefix: str, count: int) -> list[str]:
         """Create ``count`` namespaces ``<prefix>-<i>`` (labelled with the run's id)."""
         names = [f"{prefix}-{self.run}-{i}" for i in range(count)]
-        body = lambda n: {"metadata": {"name": n, "labels": {BENCH_LABEL: self.run}}}  # noqa: E731
+
+        def body(n: str) -> dict[str, Any]:
+            return {"metadata": {"name": n, "labels": {BENCH_LABEL: self.run}}}
+
         self.parallel(lambda n: self.core.create_namespace(body(n)), names)
         self._namespaces.extend(names)
 

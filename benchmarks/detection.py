@@ -89,10 +89,10 @@ def run(ctx: Context) -> list[Figure]:
         decided = writes.decisive(*key, reference) if ctx.audited else sighted
         if decided is None:
             continue
-        way = (message["way"], message["backend"])
-        latencies[way].append((float(message["at"]) - decided) * 1000)
+        column = (message["way"], message["backend"])
+        latencies[column].append((float(message["at"]) - decided) * 1000)
         if sighted is not None and ctx.audited:
-            floors[way].append((sighted - decided) * 1000)
+            floors[column].append((sighted - decided) * 1000)
     kjt = latencies[("kjt", "-")]
     kpt = latencies[("kpt", "-")]
     figures = []

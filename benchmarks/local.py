@@ -25,8 +25,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from benchmarks.cluster import DEVCLUSTER, ROOT
 from benchmarks.context import Context
@@ -37,6 +38,21 @@ __all__ = ["run"]
 
 OURS_MODULE = "airflow_provider_jobset.operators"
 ANCHOR_MODULE = "airflow.providers.cncf.kubernetes.operators.job"
+
+
+class _ValidationParams(TypedDict):
+    """The params both validation figures carry."""
+
+    jobset_bytes: int
+    anchor_name: str
+
+
+class _ImportParams(TypedDict):
+    """The params both import figures carry."""
+
+    anchor_name: str
+    over: str
+    module: str
 
 
 def _inproc(ctx: Context, spec: dict[str, Any]) -> Any:
@@ -112,7 +128,10 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
     _timed(kubectl, env, 1)
     anchor = _timed(kubectl, env, times)
     floor = _timed([sys.executable, "-c", "pass"], env, times)
-    p50 = lambda xs: percentile(xs, 50)  # noqa: E731
+
+    def p50(xs: Sequence[float]) -> float | None:
+        return percentile(xs, 50)
+
     return [
         Figure.of(
             "local: jobsetctl validate, process start to answer (p50)",
@@ -141,9 +160,20 @@ def _validation(ctx: Context, namespace: str) -> list[Figure]:
         },
     )
     ours, server, loads = found["ours"], found["server"], found["yaml"]
-    ms = lambda xs: percentile(xs, 50) * 1000  # noqa: E731
-    rate = lambda xs: len(xs) / sum(xs)  # noqa: E731
-    params = {"jobset_bytes": found["bytes"], "anchor_name": "server-side dry run (a round trip)"}
+
+    def ms(xs: Sequence[float]) -> float:
+        p50 = percentile(xs, 50)
+        if p50 is None:
+            raise RuntimeError("benchmarks.inproc validation returned no timings")
+        return p50 * 1000
+
+    def rate(xs: Sequence[float]) -> float:
+        return len(xs) / sum(xs)
+
+    params: _ValidationParams = {
+        "jobset_bytes": found["bytes"],
+        "anchor_name": "server-side dry run (a round trip)",
+    }
     return [
         Figure.of(
             "local: validate one JobSet in-process (p50)",
@@ -175,8 +205,11 @@ def _imports(ctx: Context) -> list[Figure]:
     for _ in range(ctx.profile.imports):
         for module, found in runs.items():  # alternating: the same machine state for both
             found.append(_inproc(ctx, {"what": "import", "module": module}))
-    median = lambda module, key: statistics.median(r[key] for r in runs[module])  # noqa: E731
-    common = {
+
+    def median(module: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[module])
+
+    common: _ImportParams = {
         "anchor_name": "KubernetesJobOperator (its module)",
         "over": "airflow.sdk (imported first)",
         "module": OURS_MODULE,

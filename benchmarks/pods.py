@@ -19,7 +19,7 @@ watch events received (ours), and the detection latency at the end.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from benchmarks import audit as A
 from benchmarks.context import Context
@@ -31,6 +31,14 @@ __all__ = ["run"]
 
 ANCHOR = "KubernetesJobTrigger (poll 10 s) on a Job of as many pods"
 FLOOR = "raw watches (official client), nothing kept"
+
+
+class _Common(TypedDict):
+    """The params every figure of the family carries."""
+
+    pods: int
+    jobs: int
+    anchor_name: str
 
 
 def _cost(
@@ -132,7 +140,7 @@ def run(ctx: Context) -> list[Figure]:
 
     ours, lean, anchor, raw = costs["ours"], costs["lean"], costs["anchor"], costs["floor"]
     events = {name: s.get("events", 0) for name, s in stats.items()}
-    common = {"pods": pods, "jobs": replicas, "anchor_name": ANCHOR}
+    common: _Common = {"pods": pods, "jobs": replicas, "anchor_name": ANCHOR}
     figures = [
         Figure.of(
             f"pods: CPU the pod and Event watches add ({pods} pods)",

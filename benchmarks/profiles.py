@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["FAMILIES", "PROFILES", "Profile"]
 
@@ -58,7 +59,8 @@ class Profile:
 
     def with_overrides(self, pairs: Iterable[str]) -> Profile:
         """This profile with ``FIELD=VALUE`` overrides (``layouts=1,10``: a tuple)."""
-        changes: dict[str, object] = {}
+        # Each value has its field's type (parsed by the field's declared type below).
+        changes: dict[str, Any] = {}
         types = {f.name: f.type for f in dataclasses.fields(self)}
         for pair in pairs:
             name, _, value = pair.partition("=")

@@ -194,14 +194,14 @@ def _phase(
         found[name] = m
     floor_ms = []
     for run in burst:
-        sighted = seen.get(("jobsets", run.ns, run.name))
+        raw_seen = seen.get(("jobsets", run.ns, run.name))
         decided = (
-            writes.decisive("jobsets", run.ns, run.name, sighted)
-            if sighted and ctx.audited
+            writes.decisive("jobsets", run.ns, run.name, raw_seen)
+            if raw_seen and ctx.audited
             else None
         )
-        if sighted is not None and decided is not None:
-            floor_ms.append((sighted - decided) * 1000)
+        if raw_seen is not None and decided is not None:
+            floor_ms.append((raw_seen - decided) * 1000)
     found["floor"] = Measured("floor", "floor", len(runs), detection_ms=floor_ms)
     if ctx.audited:
         user = floor.identity.user

@@ -108,10 +108,12 @@ def instrument(port: int) -> Counters:
     base.BaseEventLoop.create_connection = create_connection  # type: ignore[method-assign]
     request = aiohttp.ClientSession._request
 
-    async def counted(self: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> Any:
-        text = str(url).lower() + str(kwargs.get("params") or "").lower()
+    async def counted(
+        self: Any, method: str, str_or_url: Any, *args: Any, **kwargs: Any
+    ) -> aiohttp.ClientResponse:
+        text = str(str_or_url).lower() + str(kwargs.get("params") or "").lower()
         counters.requests["watch" if "watch=true" in text else method.upper()] += 1
-        return await request(self, method, url, *args, **kwargs)
+        return await request(self, method, str_or_url, *args, **kwargs)
 
     aiohttp.ClientSession._request = counted  # type: ignore[method-assign]
     return counters

@@ -26,7 +26,7 @@ def _lean() -> None:
     from jobset_core.observe import _observer
     from jobset_core.observe._views import Kind
 
-    _observer._NEEDS = {  # type: ignore[misc]
+    _observer._NEEDS = {
         "controller": (Kind.JOBSET, Kind.JOB),
         "native": (Kind.ANCHOR, Kind.JOB),
     }

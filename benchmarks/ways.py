@@ -25,11 +25,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.fleet import build, status_of
 from benchmarks.subject import Channel
 from benchmarks.workloads import finish_at, job_body, jobset_body, pod_body
+
+if TYPE_CHECKING:
+    from jobset_core.backends import BackendChoice
 
 __all__ = ["main"]
 
@@ -69,13 +72,13 @@ def _time_verdicts() -> None:
     _run.Run.wait = timed  # type: ignore[method-assign]
 
 
-def _decisive(backend: str, namespace: str, name: str) -> dict[str, str]:
+def _decisive(backend: BackendChoice, namespace: str, name: str) -> dict[str, str]:
     if backend == "native":
         return {"resource": "jobs", "ns": namespace, "name": f"{name}-w-0"}
     return {"resource": "jobsets", "ns": namespace, "name": name}
 
 
-def _submit(spec: dict[str, Any], body: dict[str, Any], backend: str) -> str:
+def _submit(spec: dict[str, Any], body: dict[str, Any], backend: BackendChoice) -> str:
     """Create a run the way the core does (for the sensors, which watch existing runs)."""
     from jobset_core import load_jobset
     from jobset_core.blocking import run
@@ -100,7 +103,9 @@ def _body(spec: dict[str, Any], name: str, at: float) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- workers
 
 
-def _worker(spec: dict[str, Any], channel: Channel, backend: str, r: int, at: float) -> None:
+def _worker(
+    spec: dict[str, Any], channel: Channel, backend: BackendChoice, r: int, at: float
+) -> None:
     from airflow_provider_jobset.links import XCOM_NAME
     from airflow_provider_jobset.operators import JobSetOperator
 
@@ -130,7 +135,9 @@ def _worker(spec: dict[str, Any], channel: Channel, backend: str, r: int, at: fl
     )
 
 
-def _sensor_poke(spec: dict[str, Any], channel: Channel, backend: str, r: int, at: float) -> None:
+def _sensor_poke(
+    spec: dict[str, Any], channel: Channel, backend: BackendChoice, r: int, at: float
+) -> None:
     from airflow_provider_jobset.sensors import JobSetSensor
 
     name = _submit(spec, _body(spec, f"sp-{backend[0]}-{r}", at), backend)
@@ -216,7 +223,7 @@ async def _deferred(spec: dict[str, Any], make: Callable[[], Any]) -> Any:
 
 
 async def _one_deferred(
-    spec: dict[str, Any], channel: Channel, way: str, backend: str, r: int, at: float
+    spec: dict[str, Any], channel: Channel, way: str, backend: BackendChoice, r: int, at: float
 ) -> None:
     from airflow_provider_jobset.links import XCOM_NAME
     from airflow_provider_jobset.operators import JobSetOperator
