@@ -10,12 +10,15 @@ lease ends. Everything is per event loop, so ``dag.test()`` (a fresh loop per tr
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import json
+import sys
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from jobset_core.observe._observer import Observer, Scope
@@ -64,14 +67,43 @@ def settings_key(settings: ClientSettings) -> str:
     )
 
 
+_CLIENT = "jobset_core.client._client"
+#: The client module once a lease has imported it (``sys.modules`` also holds a module that
+#: another thread is still importing).
+_imported: dict[str, ModuleType] = {}
+
+
+def _import_client() -> ModuleType:
+    """Import the client module (and the official client under it) in a worker thread.
+
+    The import takes half a second, so it never runs on the event loop. Its allocations would
+    also start a full collection of the whole heap (0.2-0.3 s in a triggerer, with Airflow
+    loaded) that holds the GIL and so stalls the loop all the same: collection is paused for
+    the import, and what the process holds then (modules, classes: start-up state) is frozen
+    out of later collections (``gc.freeze``, as servers do after start-up), so that they only
+    scan what comes after.
+    """
+    if _CLIENT in sys.modules:  # imported, or being imported by another thread: wait for it
+        return importlib.import_module(_CLIENT)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(_CLIENT)
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.enable()
+
+
 @asynccontextmanager
 async def shared_observer(
     settings: ClientSettings, *, scope: Scope = "auto"
 ) -> AsyncIterator[Observer]:
     """The observer of the cluster ``settings`` name on this event loop (created on the
     first lease, closed with its client on the last)."""
-    # Importing the official client takes half a second: never on the event loop.
-    module = await asyncio.to_thread(importlib.import_module, "jobset_core.client._client")
+    module = _imported.get(_CLIENT)
+    if module is None:
+        module = _imported[_CLIENT] = await asyncio.to_thread(_import_client)
     registry = _registry()
     key = (settings_key(settings), scope)
     lease = registry.leases.get(key)

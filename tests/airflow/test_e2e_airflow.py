@@ -138,7 +138,15 @@ def test_dag_lives_its_whole_life_with_a_retry(
     assert any(".trigger." in n for n in names), f"no triggerer log: {names}"
     first = (task_logs / "attempt=1.log").read_text()
     second = (task_logs / "attempt=2.log").read_text()
-    assert "JobSetRestarting" in first and "failed child Job" in first
+    trigger = "".join(p.read_text() for p in task_logs.glob("attempt=1.log.trigger.*"))
+    # The trigger saw the restart and named the failed child Job...
+    assert "is restarting (restart 1)" in trigger and "failed child Job" in trigger, trigger
+    # ...and the resumed first try raised it, unless Airflow's scheduler killed that resumed
+    # try first (an Airflow race: the executor's success event of the defer-exit is processed
+    # after the trigger fired, taken for a state mismatch, and the task goes up for retry;
+    # apache/airflow#67287, #72716). The end is the same: the second try reattaches.
+    if not _scheduler_killed_the_resumed_try(ctx, "train"):
+        assert "JobSetRestarting" in first and "failed child Job" in first, first
     assert "reattached to JobSet" in second
 
     # A user marks the deferred task failed: the trigger's on_kill deletes the JobSet.
@@ -183,3 +191,10 @@ def test_dag_lives_its_whole_life_with_a_retry(
         if "task killed by a user" in p.read_text(errors="replace")
     ]
     assert said, "the trigger's on_kill did not report the deletion\n" + ctx.logs()
+
+
+def _scheduler_killed_the_resumed_try(ctx: AirflowProcesses, task_id: str) -> bool:
+    """Whether the scheduler took the first try's defer-exit for a state mismatch."""
+    said = (ctx.home / "scheduler.log").read_text(errors="replace")
+    mismatch = "finished with state success, but the task instance's state attribute is"
+    return any(mismatch in line and f"{DAG_ID}.{task_id} " in line for line in said.splitlines())
