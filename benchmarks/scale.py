@@ -126,7 +126,11 @@ def _phase(
     time.sleep(min(10.0, profile.window / 4))
     first = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
     t1 = time.time()
+    # The window's ends, looked at on the spot: the sampler's once-a-second samples may leave
+    # a short window with one sample, or none, under load.
+    opening = {name: ctx.sampler.look(proc) for name, proc in procs.items()}
     time.sleep(profile.window)
+    closing = {name: ctx.sampler.look(proc) for name, proc in procs.items()}
     t2 = time.time()
     second = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
     keys = {r.key for r in burst}
@@ -166,7 +170,8 @@ def _phase(
         if windows is not None:
             windows = {**windows}
         m.hourly = hourly(steady, t2 - t1, streams, windows)
-        samples = ctx.sampler.between(f"{label}-{name}", t1, t2)
+        inside = ctx.sampler.between(f"{label}-{name}", t1, t2)
+        samples = [s for s in (opening[name], *inside, closing[name]) if s is not None]
         if samples:
             m.connections_max = max(s.connections for s in samples)
             base = baseline[name]
