@@ -209,6 +209,17 @@ class Informer:
             self.on_change(keys)
 
     async def _list(self) -> None:
+        """List everything the informer sees, page by page, until a list holds every run it
+        covers: a run that was tracked only after the list began may have had its objects on
+        a page read (and dropped: nobody tracked them) before, so the list counts as complete
+        only for the runs covered from its start, and runs again for the others."""
+        while True:
+            covered = set(self.covers())
+            await self._list_once(covered)
+            if set(self.covers()) <= covered:
+                return
+
+    async def _list_once(self, covered: set[RunKey]) -> None:
         source = self.source
         listed: dict[RunKey, set[str]] = {}
         version, token = "", None
@@ -229,7 +240,8 @@ class Informer:
                 break
         self.stats.lists += 1
         self._version = version
-        self._changed(self.stores.relist_end(source.kind, listed, version, self.covers()))
+        covers = [key for key in self.covers() if key in covered]
+        self._changed(self.stores.relist_end(source.kind, listed, version, covers))
 
     async def _watch(self) -> None:
         source = self.source
