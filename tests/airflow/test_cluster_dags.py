@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.bodies import jobset, replicated_job
+
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 
 HERE = Path(__file__).resolve().parent
@@ -118,7 +120,9 @@ def test_success_failure_and_restart_as_retry(  # noqa: PLR0917
     )
     # "taken" is the name of an object that is not this task's run (no identity labels).
     if backend == "controller":
-        devcluster.create_jobset(cluster_namespace, _suspended("taken"))
+        devcluster.create_jobset(
+            cluster_namespace, jobset("taken", replicated_job("w"), suspend=True)
+        )
     else:
         devcluster.core.create_namespaced_config_map(
             cluster_namespace, {"metadata": {"name": "taken"}, "data": {"a": "b"}}
@@ -161,16 +165,3 @@ def test_success_failure_and_restart_as_retry(  # noqa: PLR0917
         names = sorted(m.metadata.name for m in maps)
     assert len(names) == 3, names  # (besides "taken", which is not the task's)
     assert xcom(flaky, "jobset_name") in names
-
-
-def _suspended(name: str) -> dict[str, Any]:
-    pod = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "replicatedJobs": [{"name": "w", "template": {"spec": {"template": pod}}}],
-        },
-    }

@@ -12,46 +12,12 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.bodies import jobset, replicated_job
+
 pytestmark = pytest.mark.cluster
 
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 ZONE = "topology.kubernetes.io/zone"
-
-
-def replicated_job(
-    name: str,
-    replicas: int = 1,
-    parallelism: int = 1,
-    annotations: dict[str, str] | None = None,
-    backoff_limit: int = 0,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": parallelism,
-                "completions": parallelism,
-                "backoffLimit": backoff_limit,
-                "template": {
-                    "metadata": {"annotations": dict(annotations or {})},
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [{"name": "main", "image": "registry.invalid/worker:1"}],
-                    },
-                },
-            }
-        },
-    }
-
-
-def jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {"replicatedJobs": list(rjobs), **spec},
-    }
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:

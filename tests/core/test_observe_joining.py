@@ -16,25 +16,11 @@ import pytest
 
 from jobset_core.client import Client, ClientSettings
 from jobset_core.observe import Observer, Target
+from tests.cluster.bodies import jobset, replicated_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
 RUNS = 24
-
-
-def body(name: str) -> dict[str, Any]:
-    pod = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,  # objects only: nothing runs
-            "replicatedJobs": [
-                {"name": "w", "replicas": 1, "template": {"spec": {"template": pod}}}
-            ],
-        },
-    }
 
 
 async def test_runs_that_join_during_the_first_list_see_their_objects(
@@ -42,7 +28,9 @@ async def test_runs_that_join_during_the_first_list_see_their_objects(
 ) -> None:
     names = [f"join-{i:02d}" for i in range(RUNS)]
     for name in names:
-        devcluster.create_jobset(cluster_namespace, body(name))
+        devcluster.create_jobset(  # suspended: objects only, nothing runs
+            cluster_namespace, jobset(name, replicated_job("w"), suspend=True)
+        )
     client = Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig)))
     async with client:
         observer = Observer(client, scope="namespace", page_size=1)  # a page per object
