@@ -323,7 +323,7 @@ class JobSetOperator(BaseOperator):
         Raises:
             AirflowFailException: the spec is invalid (every problem with its field path).
         """
-        from jobset_core.backends import stamp_identity
+        from jobset_core.identity import stamp_identity
         from jobset_core.validation import ensure_valid
         from jobset_core.workload import inject_workload_env
 

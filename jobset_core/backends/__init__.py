@@ -4,12 +4,13 @@
   runs it.
 * ``native`` (:mod:`.native`): keep the JobSet in an anchor ConfigMap and create the Service
   and Jobs ourselves (clusters without the controller).
-* :func:`choose_backend` / :func:`locate` (:mod:`.auto`): ``auto`` is ``controller`` when
-  ``jobset.x-k8s.io/v1alpha2`` is served, else ``native``.
+* :func:`kinds_for` / :func:`locate` (:mod:`.auto`): ``auto`` is ``controller`` when
+  ``jobset.x-k8s.io/v1alpha2`` is served, else ``native`` (decided there, once).
 
-Identity helpers (:func:`identity_labels`, :func:`resolve_name`, :func:`stamp_identity`,
-:func:`spec_fingerprint`) are pure and public. Importing this package imports no API client;
-the backend classes are loaded on first use.
+This package is the lifecycle's: adapters never import it (an import contract says so). The
+run identity rules are :mod:`jobset_core.identity`, the outcome rules
+:mod:`jobset_core.policy.outcome`. Importing this package imports no API client; the backend
+classes are loaded on first use.
 """
 
 from __future__ import annotations
@@ -17,22 +18,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends._base import BackendChoice, BackendProtocol, Handle, Pass, Submission
-from jobset_core.backends._common import (
-    IDENTITY_PREFIX,
-    build_outcome,
-    identity_labels,
-    resolve_name,
-    spec_fingerprint,
-    stamp_identity,
-    status_document,
+from jobset_core.backends._anchor import parse_anchor
+from jobset_core.backends._base import (
+    BACKEND_CHOICES,
+    BackendChoice,
+    BackendProtocol,
+    Handle,
+    Pass,
+    Submission,
 )
-from jobset_core.labels import ANCHOR_LABEL, ANCHOR_VALUE
 
 if TYPE_CHECKING:
     from jobset_core.backends.auto import (
-        BACKEND_CHOICES,
-        choose_backend,
+        kinds_for,
         locate,
         make_backend,
         resolve_kind,
@@ -41,10 +39,7 @@ if TYPE_CHECKING:
     from jobset_core.backends.native import NativeBackend
 
 __all__ = [
-    "ANCHOR_LABEL",
-    "ANCHOR_VALUE",
     "BACKEND_CHOICES",
-    "IDENTITY_PREFIX",
     "BackendChoice",
     "BackendProtocol",
     "ControllerBackend",
@@ -52,23 +47,17 @@ __all__ = [
     "NativeBackend",
     "Pass",
     "Submission",
-    "build_outcome",
-    "choose_backend",
-    "identity_labels",
+    "kinds_for",
     "locate",
     "make_backend",
+    "parse_anchor",
     "resolve_kind",
-    "resolve_name",
-    "spec_fingerprint",
-    "stamp_identity",
-    "status_document",
 ]
 
 _LAZY = {
-    "BACKEND_CHOICES": "jobset_core.backends.auto",
     "ControllerBackend": "jobset_core.backends.controller",
     "NativeBackend": "jobset_core.backends.native",
-    "choose_backend": "jobset_core.backends.auto",
+    "kinds_for": "jobset_core.backends.auto",
     "locate": "jobset_core.backends.auto",
     "make_backend": "jobset_core.backends.auto",
     "resolve_kind": "jobset_core.backends.auto",

@@ -24,7 +24,15 @@ from jobset_core.outcome import Backend, Outcome
 if TYPE_CHECKING:
     from jobset_core.observe import Kind, Observation, Target
 
-__all__ = ["BackendChoice", "BackendProtocol", "Handle", "Pass", "Remember", "Submission"]
+__all__ = [
+    "BACKEND_CHOICES",
+    "BackendChoice",
+    "BackendProtocol",
+    "Handle",
+    "Pass",
+    "Remember",
+    "Submission",
+]
 
 #: Hands an object the backend wrote (a create's or patch's answer) back to the observer.
 Remember = Callable[["Kind", Mapping[str, Any]], None]
@@ -32,6 +40,7 @@ Remember = Callable[["Kind", Mapping[str, Any]], None]
 #: What a caller may ask for: ``auto`` is ``controller`` when the cluster serves
 #: ``jobset.x-k8s.io/v1alpha2``, else ``native``.
 BackendChoice = Literal["auto", "controller", "native"]
+BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "controller", "native")
 
 
 @dataclass(frozen=True)

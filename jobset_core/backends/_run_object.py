@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from jobset_core import identity as ident
 from jobset_core import labels
-from jobset_core.backends import _common as common
 from jobset_core.backends._base import Handle, Submission
 from jobset_core.errors import Conflict, NotFound
 from jobset_core.models import JobSet
@@ -95,7 +95,7 @@ class RunObjectBackend:
                 created).
             IdentityMismatch: an object of that name exists but is not this run's.
         """
-        named, marks = common.stamp_identity(jobset, namespace, identity)
+        named, marks = ident.stamp_identity(jobset, namespace, identity)
         if inject_env:
             named = inject_workload_env(named)
         if self._validate:
@@ -125,7 +125,7 @@ class RunObjectBackend:
             IdentityMismatch: it is not a run object of this backend, or not this run's.
         """
         existing = await self._client.get(self.resource, name, namespace=namespace)
-        marks = common.identity_labels(identity)
+        marks = ident.identity_labels(identity)
         why = self._not_ours(existing)
         if why is not None or uid or identity:
             self._check(existing, namespace, name, marks, uid)
@@ -152,7 +152,7 @@ class RunObjectBackend:
         if why is not None:
             raise IdentityMismatch(self.resource.kind, namespace, name, why)
         meta = obj.get("metadata") or {}
-        problem = common.adoption_problem(
+        problem = ident.adoption_problem(
             kind=self.resource.kind,
             namespace=namespace,
             name=name,
@@ -188,7 +188,7 @@ class RunObjectBackend:
             for obj in heads.items
             if (obj.get("metadata") or {}).get("uid") == handle.uid
         ]
-        return left + common.leftovers(
+        return left + ident.leftovers(
             handle.uid,
             jobs=(await client.list(JOB, namespace=ns, label_selector=selector)).items,
             pods=(await client.list(POD, namespace=ns, label_selector=selector)).items,

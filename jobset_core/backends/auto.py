@@ -10,16 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends._base import BackendChoice, BackendProtocol, Submission
+from jobset_core.backends._base import BACKEND_CHOICES, BackendProtocol, Submission
 from jobset_core.errors import IdentityMismatch, NotFound
 from jobset_core.outcome import Backend
 
 if TYPE_CHECKING:  # the caller already holds a client; importing one here is not needed
     from jobset_core.client import Client
 
-__all__ = ["BACKEND_CHOICES", "choose_backend", "locate", "make_backend", "resolve_kind"]
-
-BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "controller", "native")
+__all__ = ["BACKEND_CHOICES", "kinds_for", "locate", "make_backend", "resolve_kind"]
 
 
 def resolve_kind(choice: str, jobset_api_served: bool) -> Backend:
@@ -47,17 +45,18 @@ def make_backend(client: Client, kind: Backend, **options: Any) -> BackendProtoc
     return NativeBackend(client, **options)
 
 
-async def choose_backend(client: Client, choice: str = "auto", **options: Any) -> BackendProtocol:
-    """The backend a choice stands for over ``client``.
+async def kinds_for(client: Client, choice: str = "auto") -> list[Backend]:
+    """The backends a choice stands for, in the order to try them: the one chosen, or for
+    ``auto`` ``controller`` then ``native`` where the JobSet API is served (one discovery
+    request), else ``native``. The one place ``auto`` is decided.
 
-    Example:
-        >>> backend = await choose_backend(client)  # doctest: +SKIP
-        >>> backend.kind  # doctest: +SKIP
-        'controller'
+    Raises:
+        ValueError: an unknown choice (before any request).
     """
-    resolve_kind(choice, False)  # refuse an unknown choice before any request
-    served = await client.jobset_api_served() if choice == "auto" else False
-    return make_backend(client, resolve_kind(choice, served), **options)
+    resolve_kind(choice, False)
+    if choice != "auto":
+        return [resolve_kind(choice, False)]
+    return ["controller", "native"] if await client.jobset_api_served() else ["native"]
 
 
 async def locate(
@@ -77,13 +76,10 @@ async def locate(
         NotFound: neither exists.
         IdentityMismatch: it exists but does not match ``uid`` / ``identity``.
     """
-    resolve_kind(choice, False)
-    if choice != "auto":
-        backend = make_backend(client, resolve_kind(choice, False), **options)
+    kinds = await kinds_for(client, choice)
+    if len(kinds) == 1:  # one to look at: its own answer stands
+        backend = make_backend(client, kinds[0], **options)
         return backend, await backend.attach(name, namespace=namespace, uid=uid, identity=identity)
-    kinds: list[Backend] = ["native"]
-    if await client.jobset_api_served():
-        kinds.insert(0, "controller")
     missing: list[str] = []
     for kind in kinds:
         backend = make_backend(client, kind, **options)
@@ -93,7 +89,7 @@ async def locate(
             missing.append("JobSet" if kind == "controller" else "native anchor ConfigMap")
             continue
         except IdentityMismatch:
-            if kind == "native" and len(kinds) > 1:  # a ConfigMap of that name, not an anchor
+            if kind == "native":  # a ConfigMap of that name, not an anchor
                 missing.append("native anchor ConfigMap")
                 continue
             raise

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobset_core.backends import _common as common
 from jobset_core.backends._base import Handle, Pass, Remember, Submission
 from jobset_core.backends._run_object import RunObjectBackend
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Observation, Target
 from jobset_core.outcome import Backend
+from jobset_core.policy import outcome as rules
 from jobset_core.resources import JOBSET
 
 __all__ = ["ControllerBackend"]
@@ -39,7 +39,7 @@ class ControllerBackend(RunObjectBackend):
         jobset = JobSet.model_validate(obj)
         meta = jobset.metadata
         handle = Handle(jobset.name, meta.namespace or "", meta.uid or "", self.kind)
-        outcome = common.build_outcome(jobset, self.kind)
+        outcome = rules.build_outcome(jobset, self.kind)
         return Submission(handle, created, outcome, dict(marks), obj)
 
     def target(self, handle: Handle, *, since: str | None = None, seeds: Any = ()) -> Target:

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from jobset_core import labels
-from jobset_core.backends import _common as common
 from jobset_core.backends._anchor import (
     Anchor,
     build_anchor,
@@ -49,6 +48,7 @@ from jobset_core.errors import (
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Kind, Observation, Target
 from jobset_core.outcome import Backend
+from jobset_core.policy import outcome as rules
 from jobset_core.render import Placement, check_job_count
 from jobset_core.resources import CONFIG_MAP, JOB, SERVICE
 
@@ -133,7 +133,7 @@ class NativeBackend(RunObjectBackend):
     ) -> Submission:
         anchor = parse_anchor(obj)
         handle = Handle(anchor.name, anchor.namespace, anchor.uid, self.kind)
-        outcome = common.build_outcome(anchor.jobset, self.kind)
+        outcome = rules.build_outcome(anchor.jobset, self.kind)
         return Submission(handle, created, outcome, dict(marks), obj)
 
     def target(self, handle: Handle, *, since: str | None = None, seeds: Any = ()) -> Target:

@@ -291,7 +291,7 @@ def _load_one(file: str, streams: Streams) -> JobSet:
 
 
 def _identity(jobset: JobSet, pairs: Sequence[str]) -> dict[str, str]:
-    from jobset_core.backends import spec_fingerprint
+    from jobset_core.identity import spec_fingerprint
 
     identity = {"spec": spec_fingerprint(jobset)}
     for pair in pairs:
@@ -388,7 +388,7 @@ def _configure_status(parser: argparse.ArgumentParser) -> None:
 
 
 async def _status(args: argparse.Namespace, streams: Streams) -> int:
-    from jobset_core.backends import status_document
+    from jobset_core.policy.outcome import status_document
 
     async with _session(args) as run:
         handle = await _find(run, args)

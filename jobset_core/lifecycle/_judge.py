@@ -17,15 +17,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobset_core.backends import _common as common
-from jobset_core.backends._anchor import parse_anchor
-from jobset_core.backends._base import Handle
+from jobset_core import pods as podread
+from jobset_core.backends import Handle, parse_anchor
 from jobset_core.errors import JobSetError
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
 from jobset_core.models import JobSet
 from jobset_core.models.jobset import JOB_FAILURE_REASONS
-from jobset_core.observe._store import Observation
+from jobset_core.observe import Observation
 from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
+from jobset_core.policy import outcome as rules
 from jobset_core.policy.pod_start import (
     PodStartCheck,
     PodStartRules,
@@ -95,21 +95,21 @@ def head_jobset(handle: Handle, observation: Observation) -> JobSet | None:
 def run_result(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> Any:
     """The run's result: the termination message of its coordinator pod (else pod 0 of job 0
     of the first replicated job), from the pods the observer holds."""
-    target = common.log_pod_target(jobset)
+    target = podread.log_pod_target(jobset)
     if target is None:
         return None
-    return common.termination_result(common.choose_log_pod(pods, target))
+    return podread.termination_result(podread.choose_log_pod(pods, target))
 
 
 def result_note(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> str:
     """What is wrong with the run's result, in words to append to a verdict's message (``""``:
     nothing): a termination message at the kubelet's 4 KiB limit (cut there), or not JSON
     (:func:`~jobset_core.outcome.result_problem`)."""
-    target = common.log_pod_target(jobset)
+    target = podread.log_pod_target(jobset)
     if target is None:
         return ""
-    pod = common.choose_log_pod(pods, target)
-    found = common.termination_message(pod)
+    pod = podread.choose_log_pod(pods, target)
+    found = podread.termination_message(pod)
     if pod is None or found is None:
         return ""
     container, message = found
@@ -125,7 +125,7 @@ def _job_detail(observation: Observation, job: str | None, failures: dict[str, s
     if not job:
         return ""
     found = next((j for j in observation.jobs if j["metadata"].get("name") == job), None)
-    seen = (common.job_failure(found) if found is not None else "") or failures.get(job, "")
+    seen = (rules.job_failure(found) if found is not None else "") or failures.get(job, "")
     return seen or _job_failure_event(observation, job)
 
 
@@ -147,7 +147,7 @@ def _job_failure_event(observation: Observation, job: str) -> str:
 
 def _remember_failures(observation: Observation, failures: dict[str, str]) -> None:
     for job in observation.jobs:
-        failure = common.job_failure(job)
+        failure = rules.job_failure(job)
         if failure:
             failures[str(job["metadata"].get("name"))] = failure
 
@@ -163,10 +163,11 @@ class Judge:
     def __init__(self, handle: Handle, rules: WaitRules | None = None) -> None:
         self.handle = handle
         self.rules = rules or WaitRules()
-        self._tracker = common.WaitTracker(
-            handle.backend, return_on_restart=self.rules.on_restart == "return"
-        )
-        self._tracker.baseline_restarts = self.rules.baseline_restarts
+        #: The restarts the wait started from (``status.restarts`` grown past it is a restart).
+        self.baseline_restarts: int | None = self.rules.baseline_restarts
+        self._shown: tuple[Any, ...] | None = None  # what the last progress event showed
+        self._last_restarts: int | None = None
+        self._last: Outcome | None = None
         self._seen: Mapping[SeenKey, float] = {}
         self._noticed: set[tuple[str, str | None, str]] = set()
         self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
@@ -176,7 +177,7 @@ class Judge:
     @property
     def last(self) -> Outcome | None:
         """The outcome of the last observation judged."""
-        return self._tracker.last
+        return self._last
 
     # ------------------------------------------------------------------ verdicts
 
@@ -229,16 +230,16 @@ class Judge:
     def prime(self, observation: Observation) -> None:
         """Take the restart baseline from an observation made before anything was done (when
         the caller gave none): a native waiter drives the run before judging it."""
-        if self._tracker.baseline_restarts is not None:
+        if self.baseline_restarts is not None:
             return
         try:
             jobset = head_jobset(self.handle, observation)
         except JobSetError:
             return
         if jobset is not None and jobset.status is not None:
-            self._tracker.baseline_restarts = jobset.status.restarts or 0
+            self.baseline_restarts = jobset.status.restarts or 0
         elif jobset is not None:
-            self._tracker.baseline_restarts = 0
+            self.baseline_restarts = 0
 
     # ------------------------------------------------------------------ one observation
 
@@ -272,14 +273,49 @@ class Judge:
                 continue
             if self.handle.uid and about.get("uid") not in (None, "", self.handle.uid):
                 continue  # about an earlier JobSet of the same name
-            failure = common.creation_failure(event)
+            failure = rules.creation_failure(event)
             if failure is not None:
                 return failure
         return None
 
+    def _track(self, outcome: Outcome) -> Progress | None:
+        """Remember an observed outcome; the progress event to report when something a user
+        sees changed (``None`` otherwise)."""
+        self._last = outcome
+        if self.baseline_restarts is None:
+            self.baseline_restarts = outcome.restarts
+        grew = self._last_restarts is not None and outcome.restarts > self._last_restarts
+        self._last_restarts = outcome.restarts
+        shown = (
+            outcome.phase,
+            outcome.restarts,
+            outcome.replicated_jobs,
+            outcome.reason,
+            outcome.message,
+        )
+        if shown == self._shown:
+            return None
+        self._shown = shown
+        return Progress(
+            kind="restarting" if grew or outcome.phase is Phase.RESTARTING else "status",
+            phase=outcome.phase,
+            restarts=outcome.restarts,
+            replicated_jobs=outcome.replicated_jobs,
+            reason=outcome.reason,
+            message=outcome.message,
+        )
+
+    def _restarted(self, outcome: Outcome) -> bool:
+        """Whether the wait ends because the run restarted (``on_restart="return"``)."""
+        return (
+            self.rules.on_restart == "return"
+            and not outcome.phase.terminal
+            and outcome.restarts > (self.baseline_restarts or 0)
+        )
+
     def _judge_state(self, observation: Observation, jobset: JobSet, now: float | None) -> Step:
-        step = self._tracker.observe(jobset)
-        outcome = step.outcome
+        outcome = rules.build_outcome(jobset, self.handle.backend)
+        progress = self._track(outcome)
         if outcome.phase.terminal:
             result = run_result(jobset, observation.pods)
             outcome = outcome.model_copy(update={"result": result})
@@ -287,17 +323,17 @@ class Judge:
             message = self._end(outcome)
             if result is not None:
                 message += result_note(jobset, observation.pods)
-            return Step(step.progress, self.verdict(kind, outcome, outcome.reason, message))
-        if step.restarted:
+            return Step(progress, self.verdict(kind, outcome, outcome.reason, message))
+        if self._restarted(outcome):
             outcome = self._restart_outcome(observation, jobset, outcome)
             message = self._restart(outcome)
-            return Step(step.progress, self.verdict("restarting", outcome, outcome.reason, message))
+            return Step(progress, self.verdict("restarting", outcome, outcome.reason, message))
         if outcome.phase in self.rules.until:
             message = f"{self._what()} is {outcome.phase.value}"
-            return Step(step.progress, self.verdict("reached", outcome, outcome.reason, message))
+            return Step(progress, self.verdict("reached", outcome, outcome.reason, message))
         if now is None or outcome.phase is Phase.SUSPENDED:
-            return Step(step.progress)
-        return self._judge_pods(observation, outcome, step.progress, now)
+            return Step(progress)
+        return self._judge_pods(observation, outcome, progress, now)
 
     def _judge_pods(
         self, observation: Observation, outcome: Outcome, progress: Progress | None, now: float
@@ -359,15 +395,15 @@ class Judge:
         """A restart's reason, message and failed Job: from the ``RestartingJobSet``
         condition while it is true, else (the new attempt is already up) from the
         controller's Warning Event about the restart."""
-        failed = common.restart_failed_job(jobset)
+        failed = rules.restart_failed_job(jobset)
         if failed is not None:
             detail = _job_detail(observation, failed, self._job_failures)
-            return common.restart_details(outcome, jobset, detail)
+            return rules.restart_details(outcome, jobset, detail)
         event = self._restart_event(observation)
         if event is None:
-            return common.restart_details(outcome, jobset)
+            return rules.restart_details(outcome, jobset)
         message = str(event.get("message") or "")
-        job = common.failed_job_from_message(message)
+        job = rules.failed_job_from_message(message)
         detail = _job_detail(observation, job, self._job_failures)
         return outcome.model_copy(
             update={

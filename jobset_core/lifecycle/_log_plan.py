@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jobset_core import labels as L
-from jobset_core.backends import _common as common
+from jobset_core import pods as podread
 from jobset_core.models import JobSet
 
 __all__ = [
@@ -300,19 +300,19 @@ def _wanted_pods(
     current = [p for p in current if _int_label(p, L.RESTART_ATTEMPT) == latest]
     if options.pods == "coordinator":
         target = options.target or LogTarget()
-        ref = common.log_pod_target(
+        ref = podread.log_pod_target(
             None if target.replicated_job else jobset,
             replicated_job=target.replicated_job,
             job_index=target.job_index,
             pod_index=target.pod_index,
         )
-        chosen = common.choose_log_pod(current, ref) if ref is not None else None
+        chosen = podread.choose_log_pod(current, ref) if ref is not None else None
         return [chosen] if chosen is not None else []
     if options.pods == "leaders":
         names = [r.name for r in jobset.replicated_jobs] if jobset is not None else []
         out = []
         for name in names:
-            leader = common.choose_log_pod(current, common.PodRef(name))
+            leader = podread.choose_log_pod(current, podread.PodRef(name))
             if leader is not None:
                 out.append(leader)
         return out

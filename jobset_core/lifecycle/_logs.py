@@ -31,8 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jobset_core import identity as ident
 from jobset_core import labels as L
-from jobset_core.backends import _common as common
+from jobset_core import pods as podread
 from jobset_core.backends._base import Handle
 from jobset_core.errors import ApiError, JobSetError, NotFound, Unreachable
 from jobset_core.lifecycle._judge import head_jobset
@@ -430,7 +431,7 @@ def failed_containers(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
         ):
             found.append((str(item.get("name")), True))
     if not found and status.get("phase") == "Failed":
-        first = common.pod_container(pod)
+        first = podread.pod_container(pod)
         found = [(first, False)] if first else []
     return found
 
@@ -439,7 +440,7 @@ async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) ->
     """The last ``tail_lines`` lines of every failed or crash-looping container of the run,
     by pod name (``pod/container`` when several of a pod failed); a log that cannot be read any
     more says so in words."""
-    selector = common.jobset_selector(handle.name, handle.uid or None)
+    selector = ident.jobset_selector(handle.name, handle.uid or None)
     pods = await client.list(POD, namespace=handle.namespace, label_selector=selector)
     out: dict[str, str] = {}
     for pod in sorted(pods.items, key=lambda p: str(p["metadata"].get("name"))):
@@ -484,16 +485,16 @@ async def read_log(
     Raises:
         NotFound: the run has no such pod.
     """
-    ref = common.log_pod_target(
+    ref = podread.log_pod_target(
         jobset,
         replicated_job=target.replicated_job,
         job_index=target.job_index,
         pod_index=target.pod_index,
     )
-    pod = common.choose_log_pod(pods, ref) if ref is not None else None
+    pod = podread.choose_log_pod(pods, ref) if ref is not None else None
     if pod is None:
         raise NotFound(404, "NotFound", f"no pod {ref or target} of JobSet {handle.name}")
-    name, container = str(pod["metadata"]["name"]), common.pod_container(pod)
+    name, container = str(pod["metadata"]["name"]), podread.pod_container(pod)
     text = await client.read_pod_log(name, namespace=handle.namespace, container=container)
     for line in text.splitlines():
         sink(LogLine(name, container, line))

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends import _common as common
+from jobset_core import identity as ident
+from jobset_core import pods as podread
 from jobset_core.backends._base import (
     BackendChoice,
     BackendProtocol,
@@ -431,13 +432,13 @@ class Run:
         jobset = head_jobset(handle, observation)
         if outcome is None or jobset is None or outcome.result is not None:
             return verdict
-        ref = common.log_pod_target(jobset)
+        ref = podread.log_pod_target(jobset)
         if ref is None:
             return verdict
         ends = time.monotonic() + RESULT_GRACE
         pods: Sequence[Mapping[str, Any]] = observation.pods
         while True:
-            pod = common.choose_log_pod(pods, ref)
+            pod = podread.choose_log_pod(pods, ref)
             if pod is not None and _ended(pod):
                 break
             left = ends - time.monotonic()
@@ -457,7 +458,7 @@ class Run:
         )
 
     async def _listed_pods(self, handle: Handle) -> Sequence[Mapping[str, Any]]:
-        selector = common.jobset_selector(handle.name, handle.uid or None)
+        selector = ident.jobset_selector(handle.name, handle.uid or None)
         try:
             pods = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
         except JobSetError:
@@ -690,7 +691,7 @@ class Run:
             raise JobSetGone(verdict)
         jobset = head_jobset(handle, observation)
         assert jobset is not None
-        outcome = common.build_outcome(jobset, handle.backend)
+        outcome = rules.build_outcome(jobset, handle.backend)
         if verdict is not None and verdict.pods_cannot_start and verdict.outcome is not None:
             outcome = verdict.outcome  # failed, although its JobSet is not (yet)
         elif outcome.phase.terminal:

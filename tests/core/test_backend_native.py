@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from jobset_core import labels
-from jobset_core.backends import _common as common
 from jobset_core.backends._anchor import (
     STATUS_KEY,
     Anchor,
@@ -24,6 +23,7 @@ from jobset_core.backends._native_exec import child_views, foreign_job, plan_pas
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Phase
 from jobset_core.policy import conditions as c
+from jobset_core.policy import outcome as rules
 
 UID = "anchor-uid-1"
 NOW = _dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc)
@@ -472,7 +472,7 @@ def test_ttl_after_finished(
     ],
 )
 def test_outcome_phase(status: JobSetStatus, jobs_counts: dict[str, int], phase: Phase) -> None:
-    outcome = common.build_outcome(make_anchor(rjob("a", 2), status=status).jobset, "native")
+    outcome = rules.build_outcome(make_anchor(rjob("a", 2), status=status).jobset, "native")
     assert outcome.phase is phase
     assert outcome.backend == "native" and outcome.uid == UID
     assert outcome.replicated_jobs[0].replicas == 2
@@ -485,7 +485,7 @@ def test_outcome_phase(status: JobSetStatus, jobs_counts: dict[str, int], phase:
 
 def test_terminal_outcome_has_timings() -> None:
     status = finished_status("Completed", "2025-01-02T03:00:42Z")
-    outcome = common.build_outcome(make_anchor(rjob("a"), status=status).jobset, "native")
+    outcome = rules.build_outcome(make_anchor(rjob("a"), status=status).jobset, "native")
     assert outcome.created_at == "2025-01-02T03:00:00Z"
     assert outcome.finished_at == "2025-01-02T03:00:42Z"
     assert outcome.duration_seconds == 42.0
@@ -497,7 +497,7 @@ def test_restarting_outcome_names_the_failed_job() -> None:
     step = plan_pass(anchor, [api_job("a", finished="Failed")], NOW)
     assert step.restart is not None
     after = make_anchor(rjob("a"), status=step.plan.status, failurePolicy={"maxRestarts": 1})
-    outcome = common.restart_details(common.build_outcome(after.jobset, "native"), after.jobset)
+    outcome = rules.restart_details(rules.build_outcome(after.jobset, "native"), after.jobset)
     assert outcome.phase is Phase.RESTARTING and outcome.terminal_state is None
     assert outcome.failed_job == "demo-a-0"
     assert outcome.reason == c.RESTARTING_DEFAULT_FAILURE_POLICY

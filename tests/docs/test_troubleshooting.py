@@ -126,7 +126,7 @@ def test_every_outcome_and_verdict_reason_has_an_entry() -> None:
 
 
 def test_creation_failure_reasons_are_the_ones_the_code_watches() -> None:
-    source = (ROOT / "jobset_core/backends/_common.py").read_text()
+    source = (ROOT / "jobset_core/policy/outcome.py").read_text()
     block = source[source.index("CREATION_FAILURE_REASONS = frozenset(") :].split(")", 1)[0]
     watched = set(re.findall(r'"(\w+)"', block))
     heading = next(ln for ln in PAGE.read_text().splitlines() if "{ #reason-CreationFailed }" in ln)

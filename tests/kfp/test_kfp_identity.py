@@ -83,7 +83,7 @@ def test_derived_name_is_deterministic(other: tuple[str, str, str], same: bool) 
 
 
 def test_run_selector_matches_the_identity_labels() -> None:
-    from jobset_core.backends._common import identity_labels
+    from jobset_core.identity import identity_labels
 
     labels = identity_labels(kfp_identity("manual:run+1", "t", "1"))
     selector = run_selector("manual:run+1")
