@@ -691,7 +691,7 @@ class Run:
             raise JobSetGone(verdict)
         jobset = head_jobset(handle, observation)
         assert jobset is not None
-        outcome = rules.build_outcome(jobset, handle.backend)
+        outcome = outcome_rules.build_outcome(jobset, handle.backend)
         if verdict is not None and verdict.pods_cannot_start and verdict.outcome is not None:
             outcome = verdict.outcome  # failed, although its JobSet is not (yet)
         elif outcome.phase.terminal:
