@@ -64,6 +64,7 @@ from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Observation, Observer, Tracked
 from jobset_core.observe._informer import backoff
 from jobset_core.outcome import Backend, Outcome, Progress
+from jobset_core.policy import outcome as outcome_rules
 from jobset_core.resources import POD
 
 if TYPE_CHECKING:
