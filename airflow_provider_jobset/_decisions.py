@@ -1,5 +1,5 @@
 """Airflow-only decisions, without I/O (pure functions): how many retries a JobSet task
-needs, and when its try must end.
+needs.
 
 How a run ends (its verdict, the delete policy) is decided by the core
 (:mod:`jobset_core.lifecycle`), the same for every way in.
@@ -7,12 +7,11 @@ How a run ends (its verdict, the delete policy) is decided by the core
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
 
 from jobset_core.models import JobSet
 
-__all__ = ["MAX_DERIVED_RETRIES", "RetriesPlan", "deadline", "max_restarts", "plan_retries"]
+__all__ = ["MAX_DERIVED_RETRIES", "RetriesPlan", "max_restarts", "plan_retries"]
 
 
 #: The most task retries derived from ``failurePolicy.maxRestarts`` (``retries`` set by the user
@@ -74,19 +73,3 @@ def plan_retries(restarts: int | None, retries: int | None) -> RetriesPlan:
             f"JobSet could still restart; set retries={restarts} (or leave retries unset)",
         )
     return RetriesPlan(retries)
-
-
-def deadline(
-    now: _dt.datetime,
-    timeout: _dt.timedelta | None,
-    execution_timeout: _dt.timedelta | None,
-    started: _dt.datetime | None = None,
-) -> _dt.datetime | None:
-    """The moment the try must end: the earliest of ``now + timeout`` and
-    ``started + execution_timeout`` (``started`` defaults to ``now``)."""
-    ends = []
-    if timeout is not None:
-        ends.append(now + timeout)
-    if execution_timeout is not None:
-        ends.append((started or now) + execution_timeout)
-    return min(ends) if ends else None

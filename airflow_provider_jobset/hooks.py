@@ -35,7 +35,7 @@ import yaml
 from airflow_provider_jobset._compat import AirflowNotFoundException, BaseHook
 
 if TYPE_CHECKING:
-    from jobset_core.client import ClientSettings
+    from jobset_core.lifecycle import ClientSettings
 
 __all__ = ["ConnectionConfig", "JobSetHook", "config_from_extras"]
 
@@ -91,7 +91,7 @@ class ConnectionConfig:
 
     def client_settings(self) -> ClientSettings:
         """The core's settings (imports the client layer)."""
-        from jobset_core.client import ClientSettings
+        from jobset_core.lifecycle import ClientSettings
 
         return ClientSettings(
             kubeconfig_path=self.kubeconfig_path,
@@ -218,7 +218,7 @@ class JobSetHook(BaseHook):
         config = self.get_config()
         if config.namespace:
             return config.namespace
-        from jobset_core.client.config import default_namespace
+        from jobset_core.lifecycle import default_namespace
 
         return default_namespace(config.client_settings())
 
@@ -226,15 +226,13 @@ class JobSetHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         """Whether the cluster answers, and whether it serves the JobSet API."""
-        from jobset_core.blocking import run
-        from jobset_core.client import Client
+        from jobset_core.lifecycle import blocking
 
-        async def served() -> bool:
-            async with Client(self.get_config().client_settings()) as client:
-                return await client.jobset_api_served()
+        async def served(lifecycle: Any) -> bool:
+            return bool(await lifecycle.runs.jobset_api_served())
 
         try:
-            available = run(served)
+            available = blocking(self.get_config().client_settings(), served)
         except Exception as err:  # the UI shows any failure as text
             return False, str(err)
         if available:

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset import _decisions
 from airflow_provider_jobset._arguments import (
+    CONNECTION_FIELDS,
     check_operator_arguments,
-    check_rendered_operator,
-    log_options,
-    pod_start_rules,
+    check_rendered,
+    checked,
 )
 from airflow_provider_jobset._compat import (
     AIRFLOW_V_3_3_PLUS,
@@ -42,27 +42,28 @@ from airflow_provider_jobset._identity import TaskIdentity, name_prefix
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
-from jobset_core.backends import BackendChoice
+from jobset_core import lifecycle as core
 from jobset_core.errors import JobSetGone, SpecError
 from jobset_core.lifecycle import (
-    DELETE_POLICIES,
+    DEFAULT_GRACE,
+    BackendChoice,
+    Deadline,
     DeletePolicy,
     Finished,
     Handle,
     LogLine,
-    LogOptions,
-    LogTarget,
+    Reporter,
+    RunRequest,
+    Started,
     Submission,
     Verdict,
-    WaitRules,
     error_for,
 )
 from jobset_core.models import JobSet, dump_yaml, load_jobset
 from jobset_core.outcome import Backend
-from jobset_core.policy.pod_start import DEFAULT_GRACE
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Run
+    from jobset_core.lifecycle import Lifecycle
 
 __all__ = ["JobSetOperator", "JobSetRetriesWarning", "default_retry_policy"]
 
@@ -183,7 +184,7 @@ class JobSetOperator(BaseOperator):
         **kwargs: Other ``BaseOperator`` arguments.
     """
 
-    template_fields: Sequence[str] = ("jobset", "namespace", "name")
+    template_fields: Sequence[str] = ("jobset", "namespace", "name", *CONNECTION_FIELDS)
     template_ext: Sequence[str] = (".yaml", ".yml", ".json")
     template_fields_renderers = {"jobset": "yaml"}
     operator_extra_links = (JobSetLink(),)
@@ -222,50 +223,55 @@ class JobSetOperator(BaseOperator):
         retries: int | None = None,
         **kwargs: Any,
     ) -> None:
-        check_operator_arguments(
+        owner = "JobSetOperator"
+        connection = {
+            "kubernetes_conn_id": kubernetes_conn_id,
+            "config_file": config_file,
+            "cluster_context": cluster_context,
+            "in_cluster": in_cluster,
+        }
+        checked(
+            owner,
+            check_operator_arguments,
             jobset=jobset,
             namespace=namespace,
             name=name,
-            backend=backend,
-            kubernetes_conn_id=kubernetes_conn_id,
-            config_file=config_file,
-            cluster_context=cluster_context,
-            in_cluster=in_cluster,
             deferrable=deferrable,
             timeout=timeout,
-            delete_policy=delete_policy,
-            delete_policies=DELETE_POLICIES,
             stream_logs=stream_logs,
-            log_replicated_job=log_replicated_job,
-            log_job_index=log_job_index,
-            log_pod_index=log_pod_index,
-            failed_pod_log_lines=failed_pod_log_lines,
             link_template=link_template,
             delete_on_kill=delete_on_kill,
             retries=retries,
+            **connection,
         )
-        owner = "JobSetOperator"
-        self.pod_start = pod_start_rules(
+        #: What every try asks of the core, but for the JobSet, where and when (the shared
+        #: arguments are checked here, by the core's checks).
+        self.request: RunRequest = checked(
             owner,
-            start_grace=start_grace,
-            pending_timeout=pending_timeout,
-            crash_loop_restarts=crash_loop_restarts,
+            _request_template,
+            backend=backend,
+            delete_policy=delete_policy,
+            delete_on_kill=delete_on_kill,
+            failed_pod_log_lines=failed_pod_log_lines,
+            inject_env=inject_env,
+            pod_start={
+                "start_grace": start_grace,
+                "pending_timeout": pending_timeout,
+                "crash_loop_restarts": crash_loop_restarts,
+            },
+            logs={
+                "log_pods": log_pods,
+                "log_container": log_container,
+                "log_max_pods": log_max_pods,
+                "log_max_bytes_per_second": log_max_bytes_per_second,
+                "log_max_bytes": log_max_bytes,
+                "log_replicated_job": log_replicated_job,
+                "log_job_index": log_job_index,
+                "log_pod_index": log_pod_index,
+            },
+            stream_logs=stream_logs,
         )
-        self.log_options: LogOptions = log_options(
-            owner,
-            log_pods=log_pods,
-            log_container=log_container,
-            log_max_pods=log_max_pods,
-            log_max_bytes_per_second=log_max_bytes_per_second,
-            log_max_bytes=log_max_bytes,
-            target=LogTarget(log_replicated_job, log_job_index, log_pod_index),
-        )
-        if not isinstance(inject_env, bool):
-            raise TypeError(f"{owner}(inject_env=...): must be True or False, not {inject_env!r}")
-        parsed = _parse_time_source(jobset)
-        plan = _decisions.plan_retries(
-            _decisions.max_restarts(parsed) if parsed is not None else None, retries
-        )
+        plan = _decisions.plan_retries(_planned_restarts(jobset), retries)
         if plan.problem:
             warnings.warn(plan.problem, JobSetRetriesWarning, stacklevel=2)
         if plan.retries is not None:
@@ -285,25 +291,20 @@ class JobSetOperator(BaseOperator):
         self.timeout = timeout
         self.delete_policy: DeletePolicy = delete_policy
         self.stream_logs = stream_logs
-        self.log_replicated_job = log_replicated_job
-        self.log_job_index = log_job_index
-        self.log_pod_index = log_pod_index
-        self.failed_pod_log_lines = failed_pod_log_lines
-        self.inject_env = inject_env
         self.link_template = link_template
         self.delete_on_kill = delete_on_kill
         self._handle: Handle | None = None
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
-        """Render ``jobset``, ``namespace`` and ``name``, then check what they became: a
-        wrong value fails the task (no retry) before anything is created."""
+        """Render the templated fields, then check what they became: a wrong value fails the
+        task (no retry) before anything is created."""
         super().render_template_fields(context, jinja_env)
         try:
-            check_rendered_operator(jobset=self.jobset, namespace=self.namespace, name=self.name)
+            check_rendered("JobSetOperator", **{f: getattr(self, f) for f in self.template_fields})
         except (TypeError, ValueError) as err:
             raise AirflowFailException(f"{err} (nothing was created)") from err
 
-    # ------------------------------------------------------------------ spec
+    # ------------------------------------------------------------------ the request
 
     @functools.cached_property
     def hook(self) -> JobSetHook:
@@ -316,68 +317,70 @@ class JobSetOperator(BaseOperator):
             namespace=self.namespace,
         )
 
+    def build_request(self, identity: TaskIdentity, namespace: str, **changes: Any) -> RunRequest:
+        """The try's request: the JobSet named for its task instance (``name``, else a
+        deterministic name of the task instance), in ``namespace``, with its identity.
+
+        Raises:
+            AirflowFailException: the JobSet cannot be read (every problem with its path).
+        """
+        try:
+            jobset = load_jobset(self.jobset)
+        except SpecError as err:
+            raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
+        meta = jobset.metadata
+        if self.name:
+            meta = meta.model_copy(update={"name": self.name, "generate_name": None})
+        else:
+            prefix = name_prefix(meta.name or meta.generate_name or self.task_id)
+            meta = meta.model_copy(update={"name": None, "generate_name": prefix})
+        meta = meta.model_copy(
+            update={"annotations": {**(meta.annotations or {}), **identity.annotations()}}
+        )
+        return self.request.but(
+            jobset=jobset.model_copy(update={"metadata": meta}),
+            namespace=namespace,
+            identity=identity.identity(),
+            **changes,
+        )
+
+    def _lifecycle(self, work: Callable[[Lifecycle], Awaitable[T]]) -> T:
+        """Run ``work`` on the core's lifecycle, in this process (the blocking door)."""
+        try:
+            return core.blocking(self.hook.get_config().client_settings(), work)
+        except SpecError as err:
+            raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
+        except NEVER_RETRIED as error:  # a run taken by another, a spec the backend refused
+            raise AirflowFailException(str(error)) from error
+
     def prepare_jobset(self, identity: TaskIdentity, namespace: str) -> JobSet:
-        """The JobSet as it will be created: loaded, named, labelled and validated (the one
-        validation of a try: the backend does not check it again).
+        """The JobSet as a try of ``identity`` creates it in ``namespace``: named, labelled,
+        given the workload's variables and validated, by the core's one preparation.
 
         Raises:
             AirflowFailException: the spec is invalid (every problem with its field path).
         """
-        from jobset_core.identity import stamp_identity
-        from jobset_core.validation import ensure_valid
-        from jobset_core.workload import inject_workload_env
-
         try:
-            jobset = load_jobset(self.jobset)
-            meta = jobset.metadata
-            if self.name:
-                meta = meta.model_copy(update={"name": self.name, "generate_name": None})
-            else:
-                prefix = name_prefix(meta.name or meta.generate_name or self.task_id)
-                meta = meta.model_copy(update={"name": None, "generate_name": prefix})
-            meta = meta.model_copy(
-                update={"annotations": {**(meta.annotations or {}), **identity.annotations()}}
-            )
-            named, _ = stamp_identity(
-                jobset.model_copy(update={"metadata": meta}), namespace, identity.identity()
-            )
-            if self.inject_env:  # what dry_run prints is what is submitted
-                named = inject_workload_env(named)
-            return ensure_valid(named)
+            prepared, _ = core.prepare(self.build_request(identity, namespace))
         except SpecError as err:
             raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
+        return prepared
 
     def dry_run(self) -> None:
         """Print the JobSet that would be created (for a placeholder run id)."""
         identity = TaskIdentity(self.dag_id, self.task_id, "dry-run")
-        namespace = self.namespace or "default"
-        jobset = self.prepare_jobset(identity, namespace)
-        print(dump_yaml(jobset))
+        print(dump_yaml(self.prepare_jobset(identity, self.namespace or "default")))
 
-    # ------------------------------------------------------------------ the core, here
+    def _reporter(self, context: Any, store: Any) -> Reporter:
+        def progress(event: Any) -> None:
+            self.log.info("JobSet %s %s", self._handle.name if self._handle else "", event.line())
 
-    def _in_core(self, work: Callable[[Run], Awaitable[T]]) -> T:
-        """Run ``work`` on the core's lifecycle, in this process (the blocking façade)."""
-        from jobset_core.blocking import run
-
-        settings = self.hook.get_config().client_settings()
-
-        async def main() -> T:
-            from jobset_core.client import Client
-            from jobset_core.lifecycle import Run
-            from jobset_core.observe import Observer
-
-            async with Client(settings) as client:
-                observer = Observer(client, scope="run")
-                try:
-                    return await work(Run(observer, validate=False))
-                finally:
-                    await observer.aclose()
-
-        return run(main)
-
-    def _log_progress(self, name: str) -> Callable[[Any], None]:
-        return lambda progress: self.log.info("JobSet %s %s", name, progress.line())
+        return Reporter(
+            submitted=lambda submission: self._submitted(context, store, submission),
+            progress=progress,
+            log=self._log_line if self.stream_logs else None,
+            verdict=lambda verdict: self.log.info("%s", verdict.message),  # before the finish
+        )
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())
@@ -388,75 +391,57 @@ class JobSetOperator(BaseOperator):
         """Create (or adopt) the JobSet, then wait in the worker or defer."""
         ti = context["ti"]
         identity = TaskIdentity(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1))
-        hook = self.hook
-        namespace = self.namespace or self._spec_namespace() or hook.default_namespace()
-        jobset = self.prepare_jobset(identity, namespace)
+        namespace = self.namespace or self._spec_namespace() or self.hook.default_namespace()
         store = task_state_store(context)
-        expected_uid, stale = self._record(store, jobset.name)
-        ends = _decisions.deadline(
-            _dt.datetime.now(_dt.timezone.utc),
-            self.timeout,
-            self.execution_timeout,
-            getattr(ti, "start_date", None),
+        request = self.build_request(identity, namespace)
+        adopt_uid, stale = self._record(store, request.run_name)
+        request = request.but(
+            deadline=_deadline(
+                self.timeout, self.execution_timeout, getattr(ti, "start_date", None)
+            ),
+            adopt_uid=adopt_uid,
+            replace=stale,
         )
-        deadline = ends.timestamp() if ends is not None else None
-        budget = None if deadline is None else max(0.0, deadline - time.time())
-
-        async def run_here(run: Run) -> tuple[Submission, Finished | None]:
-            if stale is not None:
-                self.log.info(
-                    "an earlier try finished JobSet %s/%s: deleting it to run afresh",
-                    stale.namespace,
-                    stale.name,
-                )
-                await run.delete(stale, wait=True, timeout=120.0)
-            submission = await run.submit(
-                jobset,
-                namespace=namespace,
-                identity=identity.identity(),
-                expected_uid=expected_uid,
-                backend=self.backend,
-                inject_env=self.inject_env,
+        if stale is not None:
+            self.log.info(
+                "an earlier try finished JobSet %s/%s: deleting it to run afresh",
+                stale.namespace,
+                stale.name,
             )
-            self._submitted(context, store, submission)
-            known = submission.outcome.phase.terminal or submission.refused is not None
-            if self.deferrable and not known:  # a verdict already known is given here
-                return submission, None
-            verdict = await run.wait(
-                submission.handle,
-                deadline=deadline,
-                rules=WaitRules(on_restart="return", budget=budget, pod_start=self.pod_start),
-                on_progress=self._log_progress(submission.handle.name),
-                logs=self.log_options if self.stream_logs else None,
-                on_log=self._log_line,
-                submission=submission,
-            )
-            self.log.info("%s", verdict.message)  # at once: the finish may take a while
-            return submission, await self._finish(run, submission.handle, verdict)
+        report = self._reporter(context, store)
 
-        try:
-            submission, finished = self._in_core(run_here)
-        except NEVER_RETRIED as error:  # a run taken by another, a spec the backend refused
-            raise AirflowFailException(str(error)) from error
+        async def here(lifecycle: Lifecycle) -> tuple[Started | None, Finished | None]:
+            if not self.deferrable:
+                return None, await lifecycle.execute(request, report)
+            started = await lifecycle.start(request, report)
+            if not started.settled:
+                return started, None
+            verdict = await lifecycle.wait(
+                started.request, started.handle, report=report, submission=started.submission
+            )
+            finished = await lifecycle.complete(
+                started.request, started.handle, verdict, created=started.submission.created
+            )
+            return started, finished
+
+        started, finished = self._lifecycle(here)
         if finished is None:
-            self._defer(submission, ends, budget)
+            assert started is not None
+            self._defer(started)
         assert finished is not None
         return self._conclude(context, finished)
 
     def _spec_namespace(self) -> str | None:
-        parsed = _parse_time_source(self.jobset)
-        if parsed is None:
-            try:
-                parsed = load_jobset(self.jobset)
-            except (SpecError, OSError, ValueError):
-                return None
-        return parsed.metadata.namespace
+        try:
+            return load_jobset(self.jobset).metadata.namespace
+        except (SpecError, OSError, ValueError):
+            return None
 
     def _record(self, store: Any, name: str) -> tuple[str | None, Handle | None]:
         """What the task state store says of an earlier try: the UID to adopt, or a finished
         run to delete first (a new try after a terminal one starts afresh)."""
         record = store.get(STATE_KEY) if store is not None else None
-        if not isinstance(record, dict) or record.get("name") != name:
+        if not isinstance(record, dict) or record.get("name") != name or not name:
             return None, None
         if record.get("finished"):
             kind: Backend = "native" if record.get("backend") == "native" else "controller"
@@ -496,33 +481,23 @@ class JobSetOperator(BaseOperator):
         }
         store.set(STATE_KEY, {**record, "finished": True} if finished else record)
 
-    def _defer(
-        self, submission: Submission, ends: _dt.datetime | None, budget: float | None
-    ) -> None:
+    def _defer(self, started: Started) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
 
-        handle = submission.handle
+        handle = started.handle
+        ends = started.request.deadline.ends_at()
         timeout = None
         if ends is not None:
-            timeout = max(ends - _dt.datetime.now(_dt.timezone.utc), _dt.timedelta(0))
-            timeout += _DEFER_GRACE
+            timeout = _dt.timedelta(seconds=max(ends - time.time(), 0.0)) + _DEFER_GRACE
         self.defer(
             trigger=JobSetTrigger(
-                name=handle.name,
-                namespace=handle.namespace,
-                uid=handle.uid,
-                backend=handle.backend,
+                handle=handle,
+                request=started.request,
+                restarts=started.submission.outcome.restarts,
                 kubernetes_conn_id=self.kubernetes_conn_id,
                 config_file=self.config_file,
                 cluster_context=self.cluster_context,
                 in_cluster=self.in_cluster,
-                deadline=ends.timestamp() if ends is not None else None,
-                on_restart="return",
-                restarts=submission.outcome.restarts,
-                delete_on_kill=self.delete_on_kill,
-                timeout_seconds=budget,
-                pod_start=self.pod_start.to_dict(),
-                logs=self.log_options.to_dict() if self.stream_logs else None,
             ),
             method_name="execute_complete",
             timeout=timeout,
@@ -531,29 +506,21 @@ class JobSetOperator(BaseOperator):
     # ------------------------------------------------------------------ resume
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
-        """Resume after the trigger fired: finish the try from its verdict."""
+        """Resume after the trigger fired: complete the try from its verdict."""
         if event is None:
             raise AirflowFailException("the trigger fired no event")
         verdict = Verdict.model_validate(event)
-        handle = Handle(verdict.name, verdict.namespace, verdict.uid, verdict.backend)
+        handle = run_handle(verdict)
         self._handle = handle
+        request = self.request.but(namespace=handle.namespace)
 
-        async def finish_here(run: Run) -> Finished:
+        async def complete(lifecycle: Lifecycle) -> Finished:
             # The trigger followed the logs (its lines are in the task log): not again here.
-            return await self._finish(run, handle, verdict)
+            return await lifecycle.complete(request, handle, verdict)
 
-        return self._conclude(context, self._in_core(finish_here))
+        return self._conclude(context, self._lifecycle(complete))
 
-    # ------------------------------------------------------------------ finish
-
-    async def _finish(self, run: Run, handle: Handle, verdict: Verdict) -> Finished:
-        return await run.finish(
-            handle,
-            verdict,
-            delete_policy=self.delete_policy,
-            pod_log_lines=self.failed_pod_log_lines,
-            wait_gone=True,  # a retry must never meet this run being deleted
-        )
+    # ------------------------------------------------------------------ conclude
 
     def _conclude(self, context: Any, finished: Finished) -> Any:
         verdict = finished.verdict
@@ -602,16 +569,63 @@ class JobSetOperator(BaseOperator):
             return
         from jobset_core.errors import JobSetError
 
-        async def cancel(run: Run) -> None:
-            await run.cancel(handle)
+        async def cancel(lifecycle: Lifecycle) -> None:
+            await lifecycle.cancel(handle)
 
         try:
-            self._in_core(cancel)
+            self._lifecycle(cancel)
             self.log.info("deleted JobSet %s/%s (task killed)", handle.namespace, handle.name)
         except JobSetError as err:
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
+
+
+def _request_template(
+    *,
+    backend: Any,
+    delete_policy: Any,
+    delete_on_kill: bool,
+    failed_pod_log_lines: Any,
+    inject_env: Any,
+    pod_start: Mapping[str, Any],
+    logs: Mapping[str, Any],
+    stream_logs: bool,
+) -> RunRequest:
+    """What every try of an operator asks of the core (checked by the core's checks)."""
+    followed = core.log_options(**logs)  # checked even when not followed
+    return RunRequest(
+        backend=backend,
+        on_restart="return",  # each restart ends a try; the next one continues the run
+        pod_start=core.pod_start_rules(**pod_start),
+        delete_policy=delete_policy,
+        cancel_on_kill=delete_on_kill,
+        logs=followed if stream_logs else None,
+        failed_pod_log_lines=failed_pod_log_lines,
+        inject_env=inject_env,
+        wait_gone=True,  # a retry must never meet this run being deleted
+    )
+
+
+def _deadline(
+    timeout: _dt.timedelta | None,
+    execution_timeout: _dt.timedelta | None,
+    started: _dt.datetime | None,
+) -> Deadline:
+    """The try's limits: ``timeout`` from the run's start, and ``execution_timeout`` from the
+    task's start (``started``, else now), whichever ends first."""
+    not_after = None
+    if execution_timeout is not None:
+        begun = started or _dt.datetime.now(_dt.timezone.utc)
+        not_after = (begun + execution_timeout).timestamp()
+    return Deadline(
+        timeout=timeout.total_seconds() if timeout is not None else None, not_after=not_after
+    )
+
+
+def _planned_restarts(source: Any) -> int | None:
+    parsed = _parse_time_source(source)
+    return _decisions.max_restarts(parsed) if parsed is not None else None
 
 
 def run_handle(verdict: Verdict) -> Handle:

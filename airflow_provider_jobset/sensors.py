@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_jobset._arguments import (
-    check_rendered_sensor,
+    CONNECTION_FIELDS,
+    check_rendered,
     check_sensor_arguments,
-    pod_start_rules,
+    checked,
 )
 from airflow_provider_jobset._compat import (
     AirflowFailException,
@@ -30,12 +31,12 @@ from airflow_provider_jobset._compat import (
     default_deferrable,
 )
 from airflow_provider_jobset.hooks import JobSetHook
-from jobset_core.backends import BackendChoice
+from jobset_core import lifecycle as core
+from jobset_core.lifecycle import DEFAULT_GRACE, BackendChoice, Deadline, RunRequest
 from jobset_core.outcome import Outcome, Phase
-from jobset_core.policy.pod_start import DEFAULT_GRACE
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Handle, Run, WaitRules
+    from jobset_core.lifecycle import Handle, Lifecycle
 
 __all__ = ["JobSetSensor", "SensorState", "sensor_state"]
 
@@ -84,6 +85,9 @@ class JobSetSensor(BaseSensorOperator):
         target_phases: Phases that satisfy the sensor (default ``("Completed",)``).
         backend: ``auto`` (JobSets and native runs), ``controller`` or ``native``.
         kubernetes_conn_id: An Airflow ``kubernetes`` connection.
+        config_file: A kubeconfig file (overrides the connection).
+        cluster_context: A kubeconfig context (overrides the connection).
+        in_cluster: Use the pod's service account (overrides the connection).
         deferrable: Wait in the triggerer (default ``[operators] default_deferrable``).
         start_grace: How long a container of a watched JobSet may wait with
             ``ErrImagePull``, ``CreateContainerConfigError``... before the sensor fails
@@ -95,7 +99,7 @@ class JobSetSensor(BaseSensorOperator):
         **kwargs: Other ``BaseSensorOperator`` arguments (``poke_interval``, ``timeout``...).
     """
 
-    template_fields: Sequence[str] = ("name", "namespace", "label_selector")
+    template_fields: Sequence[str] = ("name", "namespace", "label_selector", *CONNECTION_FIELDS)
 
     def __init__(
         self,
@@ -106,27 +110,43 @@ class JobSetSensor(BaseSensorOperator):
         target_phases: Sequence[str] = ("Completed",),
         backend: BackendChoice = "auto",
         kubernetes_conn_id: str | None = JobSetHook.default_conn_name,
+        config_file: str | None = None,
+        cluster_context: str | None = None,
+        in_cluster: bool | None = None,
         deferrable: bool | None = None,
         start_grace: _dt.timedelta | float | None = _dt.timedelta(seconds=DEFAULT_GRACE),
         pending_timeout: _dt.timedelta | float | None = None,
         crash_loop_restarts: int | None = None,
         **kwargs: Any,
     ) -> None:
-        check_sensor_arguments(
+        owner = "JobSetSensor"
+        checked(
+            owner,
+            check_sensor_arguments,
             name=name,
             label_selector=label_selector,
             namespace=namespace,
             target_phases=target_phases,
             phases=[phase.value for phase in Phase],
-            backend=backend,
             kubernetes_conn_id=kubernetes_conn_id,
+            config_file=config_file,
+            cluster_context=cluster_context,
+            in_cluster=in_cluster,
             deferrable=deferrable,
         )
-        self.pod_start = pod_start_rules(
-            "JobSetSensor",
-            start_grace=start_grace,
-            pending_timeout=pending_timeout,
-            crash_loop_restarts=crash_loop_restarts,
+        #: What every look asks of the core (never deleting: the sensor does not own it).
+        self.request: RunRequest = checked(
+            owner,
+            lambda: RunRequest(
+                backend=backend,
+                until=frozenset(Phase(p) for p in target_phases),
+                pod_start=core.pod_start_rules(
+                    start_grace=start_grace,
+                    pending_timeout=pending_timeout,
+                    crash_loop_restarts=crash_loop_restarts,
+                ),
+                cancel_on_kill=False,
+            ),
         )
         super().__init__(**kwargs)
         self.name = name
@@ -135,66 +155,57 @@ class JobSetSensor(BaseSensorOperator):
         self.target_phases = list(target_phases)
         self.backend = backend
         self.kubernetes_conn_id = kubernetes_conn_id
+        self.config_file = config_file
+        self.cluster_context = cluster_context
+        self.in_cluster = in_cluster
         self.deferrable = default_deferrable() if deferrable is None else deferrable
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
-        """Render ``name``, ``namespace`` and ``label_selector``, then check what they became
-        (a wrong value fails the sensor, no retry)."""
+        """Render the templated fields, then check what they became (a wrong value fails the
+        sensor, no retry)."""
         super().render_template_fields(context, jinja_env)
         try:
-            check_rendered_sensor(
-                name=self.name, namespace=self.namespace, label_selector=self.label_selector
-            )
+            check_rendered("JobSetSensor", **{f: getattr(self, f) for f in self.template_fields})
         except (TypeError, ValueError) as err:
             raise AirflowFailException(str(err)) from err
 
     @property
     def hook(self) -> JobSetHook:
         """The hook over the sensor's connection."""
-        return JobSetHook(self.kubernetes_conn_id, namespace=self.namespace)
+        return JobSetHook(
+            self.kubernetes_conn_id,
+            config_file=self.config_file,
+            cluster_context=self.cluster_context,
+            in_cluster=self.in_cluster,
+            namespace=self.namespace,
+        )
 
     # ------------------------------------------------------------------ looking
 
     def _look(self, *, wait: float) -> tuple[SensorState, Handle | None]:
         """Look at every selected JobSet; with ``wait`` > 0, wait up to that many seconds for
         the first unfinished one to change, then look again."""
-        from jobset_core.blocking import run
-
         hook = self.hook
         namespace = self.namespace or hook.default_namespace()
+        request = self.request.but(namespace=namespace)
         settings = hook.get_config().client_settings()
-
-        async def main() -> tuple[SensorState, Handle | None]:
-            from jobset_core.client import Client
-            from jobset_core.lifecycle import Run
-            from jobset_core.observe import Observer
-
-            async with Client(settings) as client:
-                observer = Observer(client, scope="run")
-                try:
-                    return await self._alook(Run(observer), namespace, wait)
-                finally:
-                    await observer.aclose()
-
-        return run(main)
+        return core.blocking(settings, lambda lifecycle: self._alook(lifecycle, request, wait))
 
     async def _alook(
-        self, run: Run, namespace: str, wait: float
+        self, lifecycle: Lifecycle, request: RunRequest, wait: float
     ) -> tuple[SensorState, Handle | None]:
-        from jobset_core.lifecycle import WaitRules, error_for
+        from jobset_core.lifecycle import error_for
 
         ends = time.time() + wait
-        until = frozenset(Phase(p) for p in self.target_phases)
-        rules = WaitRules(until=until, pod_start=self.pod_start)
         seen: list[tuple[Handle, Outcome]] | None = None
         while True:
             if seen is None:
-                seen = await self._seen(run, namespace, rules)
+                seen = await self._seen(lifecycle, request)
             state = sensor_state([o for _, o in seen], self.target_phases)
             first = next((h for h, o in seen if o is state.waiting), None)
             if state.kind != "waiting" or first is None or time.time() >= ends:
                 return state, first
-            verdict = await run.wait(first, deadline=ends, rules=rules)
+            verdict = await lifecycle.wait(request.but(deadline=Deadline(not_after=ends)), first)
             if verdict.kind == "timeout":  # a poke's own time being up says nothing
                 seen = None
                 continue
@@ -208,15 +219,17 @@ class JobSetSensor(BaseSensorOperator):
                 seen = [(h, verdict.outcome if h == first else o) for h, o in seen]
 
     async def _seen(
-        self, run: Run, namespace: str, rules: WaitRules
+        self, lifecycle: Lifecycle, request: RunRequest
     ) -> list[tuple[Handle, Outcome]]:
         """Each JobSet the sensor watches, with its outcome now (saying a verdict it has)."""
         from jobset_core.errors import JobSetGone
+        from jobset_core.lifecycle import WaitRules
 
+        rules = WaitRules(until=request.until, pod_start=request.pod_start)
         seen: list[tuple[Handle, Outcome]] = []
-        for handle in await self._handles(run, namespace):
+        for handle in await self._handles(lifecycle, request.namespace):
             try:
-                outcome, verdict = await run.look(handle, rules)
+                outcome, verdict = await lifecycle.runs.look(handle, rules)
             except JobSetGone:
                 continue
             if verdict is not None:  # the judge's words, as every other way says them
@@ -224,16 +237,17 @@ class JobSetSensor(BaseSensorOperator):
             seen.append((handle, outcome))
         return seen
 
-    async def _handles(self, run: Run, namespace: str) -> list[Handle]:
+    async def _handles(self, lifecycle: Lifecycle, namespace: str) -> list[Handle]:
         from jobset_core.errors import NotFound
 
+        runs = lifecycle.runs
         if self.name:
             try:
-                found = await run.locate(self.name, namespace=namespace, backend=self.backend)
+                found = await runs.locate(self.name, namespace=namespace, backend=self.backend)
             except NotFound:
                 return []
             return [found.handle]
-        found_all = await run.find(
+        found_all = await runs.find(
             namespace=namespace, label_selector=self.label_selector, backend=self.backend
         )
         return [f.handle for f in found_all]
@@ -271,19 +285,17 @@ class JobSetSensor(BaseSensorOperator):
                 trigger=TimeDeltaTrigger(_dt.timedelta(seconds=self.poke_interval)),
                 method_name="execute_complete",
             )
-        deadline = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=self.timeout)
+        deadline = Deadline(timeout=float(self.timeout))
         self.defer(
             trigger=JobSetTrigger(
-                name=waiting.name,
-                namespace=waiting.namespace,
-                uid=waiting.uid,
-                backend=waiting.backend,
+                handle=waiting,
+                request=self.request.but(
+                    namespace=waiting.namespace, deadline=deadline.begin(time.time())
+                ),
                 kubernetes_conn_id=self.kubernetes_conn_id,
-                deadline=deadline.timestamp(),
-                on_restart="continue",
-                target_phases=self.target_phases,
-                delete_on_kill=False,
-                pod_start=self.pod_start.to_dict(),
+                config_file=self.config_file,
+                cluster_context=self.cluster_context,
+                in_cluster=self.in_cluster,
             ),
             method_name="execute_complete",
         )

@@ -39,32 +39,37 @@ __all__ = ["build"]
 SENSOR_TIMEOUT = 7 * 24 * 3600.0  # BaseSensorOperator's default timeout
 
 
+def _handle(task: dict[str, Any]) -> Any:
+    from jobset_core.lifecycle import Handle
+
+    backend = task.get("backend", "controller")
+    return Handle(task["name"], task["ns"], task.get("uid", ""), backend)
+
+
 def build(kind: str, task: dict[str, Any]) -> Any:
     """The trigger a task of ``kind`` defers to."""
+    from jobset_core.lifecycle import Deadline, RunRequest
+    from jobset_core.outcome import Phase
+
     if kind == "ours":
         from airflow_provider_jobset.triggers import JobSetTrigger
 
         return JobSetTrigger(
-            name=task["name"],
-            namespace=task["ns"],
-            uid=task.get("uid", ""),
-            backend=task.get("backend", "controller"),
-            on_restart="return",
+            handle=_handle(task),
+            request=RunRequest(namespace=task["ns"], on_restart="return", cancel_on_kill=True),
             restarts=0,
-            delete_on_kill=True,
         )
     if kind == "sensor":
         from airflow_provider_jobset.triggers import JobSetTrigger
 
         return JobSetTrigger(
-            name=task["name"],
-            namespace=task["ns"],
-            uid=task.get("uid", ""),
-            backend=task.get("backend", "controller"),
-            deadline=time.time() + SENSOR_TIMEOUT,
-            on_restart="continue",
-            target_phases=["Completed"],
-            delete_on_kill=False,
+            handle=_handle(task),
+            request=RunRequest(
+                namespace=task["ns"],
+                deadline=Deadline(timeout=SENSOR_TIMEOUT).begin(time.time()),
+                until=frozenset({Phase.COMPLETED}),
+                cancel_on_kill=False,
+            ),
         )
     if kind == "kjt":
         from airflow.providers.cncf.kubernetes.triggers.job import KubernetesJobTrigger

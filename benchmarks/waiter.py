@@ -36,7 +36,7 @@ async def run(spec: dict[str, Any], channel: Channel) -> None:
     import jobset_core.client._client  # noqa: F401  (before the baseline: a one-off cost)
     from jobset_core import load_jobset
     from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Handle, Run
+    from jobset_core.lifecycle import Handle, Lifecycle, RunRequest
     from jobset_core.observe import Observer
 
     if spec.get("lean"):
@@ -47,23 +47,23 @@ async def run(spec: dict[str, Any], channel: Channel) -> None:
         pass
     async with Client(ClientSettings(kubeconfig_path=spec["kubeconfig"])) as client:
         observer = Observer(client, scope="run")
-        lifecycle = Run(observer)
+        lifecycle = Lifecycle(observer)
 
         async def work() -> None:
             if spec["mode"] == "execute":
                 channel.emit("submitting")
-                verdict = (
-                    await lifecycle.execute(
-                        load_jobset(spec["body"]),
-                        namespace=spec["namespace"],
-                        backend=spec["backend"],
-                    )
-                ).verdict
+                request = RunRequest(
+                    jobset=load_jobset(spec["body"]),
+                    namespace=spec["namespace"],
+                    backend=spec["backend"],
+                )
+                verdict = (await lifecycle.execute(request)).verdict
             else:
                 handle = Handle(
                     spec["name"], spec["namespace"], spec.get("uid", ""), spec["backend"]
                 )
-                verdict = await lifecycle.wait(handle)
+                request = RunRequest(namespace=handle.namespace, backend=handle.backend)
+                verdict = await lifecycle.wait(request, handle)
             channel.emit("fired", at=time.time(), kind=verdict.kind, message=verdict.message)
 
         task = asyncio.ensure_future(work())

@@ -59,17 +59,17 @@ class _TI:
 
 def _time_verdicts() -> None:
     """Note when each wait of the core gives its verdict (before the operator's finish)."""
-    from jobset_core.lifecycle import _run
+    from jobset_core.lifecycle import Lifecycle
 
-    wait = _run.Run.wait
+    wait = Lifecycle.wait
 
-    async def timed(self: Any, handle: Any, *args: Any, **kwargs: Any) -> Any:
-        verdict = await wait(self, handle, *args, **kwargs)
+    async def timed(self: Any, request: Any, handle: Any, **kwargs: Any) -> Any:
+        verdict = await wait(self, request, handle, **kwargs)
         with _lock:
             _verdicts[f"{handle.namespace}/{handle.name}"] = time.time()
         return verdict
 
-    _run.Run.wait = timed  # type: ignore[method-assign]
+    Lifecycle.wait = timed  # type: ignore[method-assign]
 
 
 def _decisive(backend: BackendChoice, namespace: str, name: str) -> dict[str, str]:
@@ -81,19 +81,14 @@ def _decisive(backend: BackendChoice, namespace: str, name: str) -> dict[str, st
 def _submit(spec: dict[str, Any], body: dict[str, Any], backend: BackendChoice) -> str:
     """Create a run the way the core does (for the sensors, which watch existing runs)."""
     from jobset_core import load_jobset
-    from jobset_core.blocking import run
-    from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Run
-    from jobset_core.observe import Observer
+    from jobset_core.lifecycle import ClientSettings, Lifecycle, RunRequest, blocking
 
-    async def main() -> str:
-        async with Client(ClientSettings(kubeconfig_path=spec["kubeconfig"])) as client:
-            submission = await Run(Observer(client)).submit(
-                load_jobset(body), namespace=spec["namespace"], backend=backend
-            )
-            return submission.handle.name
+    request = RunRequest(jobset=load_jobset(body), namespace=spec["namespace"], backend=backend)
 
-    return run(main)
+    async def main(lifecycle: Lifecycle) -> str:
+        return (await lifecycle.start(request)).handle.name
+
+    return blocking(ClientSettings(kubeconfig_path=spec["kubeconfig"]), main)
 
 
 def _body(spec: dict[str, Any], name: str, at: float) -> dict[str, Any]:

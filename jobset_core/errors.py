@@ -52,6 +52,7 @@ __all__ = [
     "Gone",
     "IdentityMismatch",
     "Invalid",
+    "InvalidArgument",
     "JobSetError",
     "JobSetFailed",
     "JobSetGone",
@@ -135,6 +136,26 @@ class SpecError(JobSetError, ValueError):
 
 class ConfigError(JobSetError, ValueError):
     """The connection settings are contradictory, or the official loader rejected them."""
+
+
+class InvalidArgument(JobSetError, ValueError):
+    """A way in was given an argument the run cannot take (checked where the request is
+    built, before anything is sent to a cluster).
+
+    Every way in checks a shared argument with the same code
+    (:mod:`jobset_core.lifecycle.request`), so the words after the argument's name are the
+    same whichever way was given it; each way puts its own name on the argument
+    (``JobSetOperator(start_grace=...)``, the KFP input ``start_grace_seconds``, the flag
+    ``--start-grace``).
+
+    Attributes:
+        argument: The argument, by the request's own name for it (``start_grace``).
+        problem: What is wrong with it, in words (``must be 0 or more, not -1``).
+    """
+
+    def __init__(self, argument: str, problem: str) -> None:
+        self.argument, self.problem = argument, problem
+        super().__init__(f"{argument}: {problem}")
 
 
 class IdentityMismatch(JobSetError):

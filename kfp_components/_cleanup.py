@@ -10,17 +10,14 @@ and Service).
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobset_core.backends import ANCHOR_LABEL, ANCHOR_VALUE, BackendChoice
-from jobset_core.errors import Conflict, NotFound
-from jobset_core.resources import CONFIG_MAP, JOBSET, ApiResource
+from jobset_core.lifecycle import BackendChoice
 from kfp_components._identity import run_selector
 
 if TYPE_CHECKING:
-    from jobset_core.client import Client
+    from jobset_core.lifecycle import Lifecycle
 
 __all__ = ["CleanupResult", "cleanup_run"]
 
@@ -39,27 +36,20 @@ class CleanupResult:
 
 
 async def cleanup_run(
-    client: Client, *, namespace: str, run_id: str, backend: BackendChoice = "auto"
+    lifecycle: Lifecycle, *, namespace: str, run_id: str, backend: BackendChoice = "auto"
 ) -> CleanupResult:
     """Delete (foreground, one request each) the run's JobSets and native anchors.
 
     ``auto`` deletes JobSets when the JobSet API is served and native anchors always;
     ``controller`` only JobSets; ``native`` only anchors. Objects already gone are skipped.
     """
-    selector = run_selector(run_id)
-    deleted: dict[str, list[str]] = {"jobsets": [], "anchors": []}
-    kinds: list[tuple[str, ApiResource, dict[str, str]]] = []
-    if backend == "controller" or (backend == "auto" and await client.jobset_api_served()):
-        kinds.append(("jobsets", JOBSET, selector))
-    if backend in ("auto", "native"):
-        kinds.append(("anchors", CONFIG_MAP, {**selector, ANCHOR_LABEL: ANCHOR_VALUE}))
-    for key, resource, labels in kinds:
-        found = await client.list(resource, namespace=namespace, label_selector=labels)
-        for obj in found.items:
-            meta = obj.get("metadata") or {}
-            with contextlib.suppress(NotFound, Conflict):
-                await client.delete(
-                    resource, meta["name"], namespace=namespace, uid=meta.get("uid")
-                )
-                deleted[key].append(str(meta["name"]))
-    return CleanupResult(tuple(sorted(deleted["jobsets"])), tuple(sorted(deleted["anchors"])))
+    runs = lifecycle.runs
+    found = await runs.find(
+        namespace=namespace, label_selector=run_selector(run_id), backend=backend
+    )
+    deleted: dict[str, list[str]] = {"controller": [], "native": []}
+    for submission in found:
+        handle = submission.handle
+        await runs.cancel(handle)  # gone already is fine
+        deleted[handle.backend].append(handle.name)
+    return CleanupResult(tuple(sorted(deleted["controller"])), tuple(sorted(deleted["native"])))

@@ -11,7 +11,7 @@ the executor pod with the same resolved inputs):
   sub-pipeline.
 
 They become identity labels (``jobset-core/kfp-run-id`` ...), and the JobSet's name is derived
-from their hash (see :func:`jobset_core.backends._common.resolve_name`), so a retried step finds
+from their hash (see :func:`jobset_core.identity.resolve_name`), so a retried step finds
 and adopts its JobSet instead of creating a second one.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobset_core import backends as common
+from jobset_core import identity as ident
 from jobset_core.errors import Problem, SpecError
 from jobset_core.models import JobSet
 
@@ -95,7 +95,7 @@ def checked_run_id(run_id: str) -> str:
 
 def run_selector(run_id: str) -> dict[str, str]:
     """The label selector of every object the launcher made for ``run_id``."""
-    return common.identity_labels({RUN_ID_KEY: run_id})
+    return ident.identity_labels({RUN_ID_KEY: run_id})
 
 
 def name_as_prefix(jobset: JobSet) -> JobSet:
@@ -114,4 +114,4 @@ def name_as_prefix(jobset: JobSet) -> JobSet:
 
 def derived_name(jobset: JobSet, identity: Mapping[str, str]) -> str:
     """The name the backends will give the task's JobSet (after :func:`name_as_prefix`)."""
-    return common.resolve_name(name_as_prefix(jobset), identity)
+    return ident.resolve_name(name_as_prefix(jobset), identity)

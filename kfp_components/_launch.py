@@ -11,35 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jobset_core import labels
 from jobset_core.blocking import cancel_on_signals
 from jobset_core.errors import JobSetError
-from jobset_core.lifecycle import (
-    DeletePolicy,
-    Handle,
-    LogLine,
-    LogOptions,
-    LogTarget,
-    Submission,
-    WaitRules,
-    error_for,
-)
-from jobset_core.models import JobSet
+from jobset_core.lifecycle import Handle, Reporter, RunRequest, Submission, error_for
 from jobset_core.outcome import Outcome
-from jobset_core.policy.pod_start import PodStartRules
-from jobset_core.resources import JOB
 from kfp_components._identity import name_as_prefix
 from kfp_components._metrics import metric_values, replicated_job_durations
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Run
+    from jobset_core.lifecycle import Lifecycle
 
-__all__ = ["LaunchRequest", "LaunchResult", "LogOptions", "LogTarget", "Terminated", "launch"]
+__all__ = ["LaunchResult", "Terminated", "launch"]
 
 Say = Callable[[str], None]
 
@@ -57,33 +43,6 @@ class Terminated(BaseException):
 
 
 @dataclass(frozen=True)
-class LaunchRequest:
-    """What one launch step does.
-
-    Attributes:
-        jobset: The JobSet (its ``metadata.name`` becomes the prefix of the derived name).
-        namespace: Where to run it.
-        identity: The task's identity (see :func:`kfp_components._identity.kfp_identity`).
-        backend: ``auto``, ``controller`` or ``native``.
-        timeout: Seconds to wait for a terminal state (``None``: no limit).
-        delete_policy: When to delete the JobSet (SIGTERM always deletes).
-        logs: Follow these pods' logs while waiting (``None``: do not).
-        pod_start: When pods that cannot start fail the step.
-        inject_env: Give every container the workload's variables (``JOBSET_RESTART_ATTEMPT``...).
-    """
-
-    jobset: JobSet
-    namespace: str
-    identity: Mapping[str, str]
-    backend: str = "auto"
-    timeout: float | None = None
-    delete_policy: DeletePolicy = "on_timeout"
-    logs: LogOptions | None = None
-    pod_start: PodStartRules = field(default_factory=PodStartRules)
-    inject_env: bool = True
-
-
-@dataclass(frozen=True)
 class LaunchResult:
     """How a launch step ended with a completed JobSet."""
 
@@ -93,19 +52,16 @@ class LaunchResult:
     deleted: bool = False
 
 
-async def _durations(run: Run, handle: Handle, say: Say) -> dict[str, float]:
-    selector = {labels.JOBSET_NAME: handle.name}
-    if handle.uid:  # not a namesake's Jobs
-        selector[labels.JOBSET_UID] = handle.uid
+async def _durations(lifecycle: Lifecycle, handle: Handle, say: Say) -> dict[str, float]:
     try:
-        jobs = await run.client.list(JOB, namespace=handle.namespace, label_selector=selector)
+        jobs = await lifecycle.runs.child_jobs(handle)
     except JobSetError as err:  # metrics are a bonus; the outcome is what counts
         say(f"could not read the child Jobs for durations: {err}")
         return {}
-    return replicated_job_durations(jobs.items)
+    return replicated_job_durations(jobs)
 
 
-async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> LaunchResult:
+async def launch(request: RunRequest, lifecycle: Lifecycle, *, say: Say = print) -> LaunchResult:
     """Run the request's JobSet to a terminal state.
 
     Creates the JobSet under the name derived from the identity, or adopts the one an earlier
@@ -119,7 +75,8 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
         JobSetGone: the JobSet was deleted meanwhile.
         SpecError: the JobSet is invalid; IdentityMismatch: its name is taken by another run.
     """
-    jobset = name_as_prefix(request.jobset)
+    assert request.jobset is not None
+    request = request.but(jobset=name_as_prefix(request.jobset))
     current: list[Handle] = []
 
     def submitted(submission: Submission) -> None:
@@ -128,31 +85,15 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
         verb = "created" if submission.created else "adopted (an earlier attempt created it)"
         say(f"JobSet {handle.namespace}/{handle.name} {verb}; uid {handle.uid}; {handle.backend}")
 
-    def log(line: LogLine) -> None:
-        say(line.shown())
-
-    deadline = None if request.timeout is None else time.time() + request.timeout
+    report = Reporter(
+        submitted=submitted,
+        progress=lambda event: say(event.line()),
+        log=lambda line: say(line.shown()),
+        verdict=lambda verdict: say(verdict.message),  # at once, before the completion
+    )
     try:
         with cancel_on_signals(signal.SIGTERM):
-            finished = await run.execute(
-                jobset,
-                namespace=request.namespace,
-                identity=request.identity,
-                backend=request.backend,
-                inject_env=request.inject_env,
-                deadline=deadline,
-                rules=WaitRules(
-                    on_restart="continue", budget=request.timeout, pod_start=request.pod_start
-                ),
-                delete_policy=request.delete_policy,
-                cancel_on_kill=True,
-                pod_log_lines=30,
-                on_submit=submitted,
-                on_progress=lambda event: say(event.line()),
-                logs=request.logs,
-                on_log=log,
-                on_verdict=lambda verdict: say(verdict.message),  # at once, before the finish
-            )
+            finished = await lifecycle.execute(request, report)
     except asyncio.CancelledError:
         raise Terminated(current[-1] if current else None) from None
     verdict = finished.verdict
@@ -170,5 +111,5 @@ async def launch(request: LaunchRequest, run: Run, *, say: Say = print) -> Launc
         raise error
     assert verdict.outcome is not None
     handle = Handle(verdict.name, verdict.namespace, verdict.uid, verdict.backend)
-    metrics = metric_values(verdict.outcome, await _durations(run, handle, say))
+    metrics = metric_values(verdict.outcome, await _durations(lifecycle, handle, say))
     return LaunchResult(verdict.outcome, finished.created, metrics, finished.deleted)

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
-from jobset_core.backends import BACKEND_CHOICES, BackendChoice
-from jobset_core.blocking import run
-from jobset_core.client.config import ClientSettings, default_namespace
+from jobset_core import lifecycle as core
 from jobset_core.errors import (
     ApiError,
     ConfigError,
@@ -33,19 +30,21 @@ from jobset_core.errors import (
     WaitTimeout,
 )
 from jobset_core.lifecycle import (
+    BACKEND_CHOICES,
     DELETE_POLICIES,
-    LOG_POD_CHOICES,
-    DeletePolicy,
+    ClientSettings,
+    Deadline,
+    InvalidArgument,
     LogOptions,
     LogTarget,
-    check_selector,
+    PodStartRules,
+    RunRequest,
+    default_namespace,
 )
 from jobset_core.models import load_jobset, read_stream
-from jobset_core.naming import dns1123_label_errors, ensure_namespace
-from jobset_core.policy.pod_start import PodStartRules
 from kfp_components._cleanup import CleanupResult, cleanup_run
 from kfp_components._identity import checked_run_id, kfp_identity
-from kfp_components._launch import LaunchRequest, LaunchResult, Terminated, launch
+from kfp_components._launch import LaunchResult, Terminated, launch
 from kfp_components._struct import from_struct
 from kfp_components._task_config import apply_task_config, overrides_from
 
@@ -135,31 +134,42 @@ def launch_outputs(result: LaunchResult) -> LaunchOutputs:
     )
 
 
+T = TypeVar("T")
+
+#: The component's input names of the request's arguments that it names otherwise.
+_INPUTS = {
+    "start_grace": "start_grace_seconds",
+    "pending_timeout": "pending_timeout_seconds",
+    "timeout": "timeout_seconds",
+}
+
+
 def _invalid(argument: str, message: str) -> SpecError:
     return SpecError([Problem(argument, message, "kfp-argument")], "launch_jobset")
 
 
-def _choice(value: str, allowed: Sequence[str], what: str) -> str:
-    if value not in allowed:
-        raise _invalid(what, f"{value!r} is not one of {', '.join(allowed)}")
-    return value
+def _checked(check: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``check(...)`` with a refusal named by the component's input (the core's words)."""
+    try:
+        return check(*args, **kwargs)
+    except InvalidArgument as err:
+        raise _invalid(_INPUTS.get(err.argument, err.argument), err.problem) from None
 
 
 def _namespace_input(value: Any) -> None:
-    if not isinstance(value, str):
-        raise _invalid("namespace", f"must be a string, not {type(value).__name__}")
-    if value:  # "" is the launcher pod's namespace
-        try:
-            ensure_namespace(value, "namespace")
-        except ValueError as err:
-            raise _invalid("namespace", str(err)) from None
+    if value != "":  # "" is the launcher pod's namespace
+        _checked(core.namespace, value)
 
 
-def _count_input(value: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(what, f"must be an int >= 0, not {type(value).__name__} {value!r}")
-    if value < 0:
-        raise _invalid(what, f"must be >= 0, not {value}")
+def _never(value: Any, sentinel: float, argument: str) -> Any:
+    """A KFP number whose ``sentinel`` means "never" (KFP inputs have no None)."""
+    if value == sentinel and not isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise _invalid(
+            argument, f"must be a number of seconds >= 0, or {sentinel:g} (never), not {value!r}"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -183,62 +193,29 @@ class WaitInputs:
         Raises:
             SpecError: naming the input.
         """
-        for what, value in (
-            ("start_grace_seconds", self.start_grace_seconds),
-            ("pending_timeout_seconds", self.pending_timeout_seconds),
-        ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or (value < 0 and value != -1)
-            ):
-                raise _invalid(
-                    what, f"must be a number of seconds >= 0, or -1 (never), not {value!r}"
-                )
-        _count_input(self.crash_loop_restarts, "crash_loop_restarts")
-
-        def seconds(value: float) -> float | None:
-            return None if value == -1 else float(value)
-
-        return PodStartRules(
-            seconds(self.start_grace_seconds),
-            seconds(self.pending_timeout_seconds),
-            self.crash_loop_restarts or None,
+        return _checked(
+            core.pod_start_rules,
+            start_grace=_never(self.start_grace_seconds, -1, "start_grace_seconds"),
+            pending_timeout=_never(self.pending_timeout_seconds, -1, "pending_timeout_seconds"),
+            crash_loop_restarts=self.crash_loop_restarts or None,
         )
 
     def logs(self, target: LogTarget) -> LogOptions:
-        """The log options (checked).
+        """The log options (checked; 0 for a byte limit is no limit).
 
         Raises:
             SpecError: naming the input.
         """
-        if not isinstance(self.log_pods, str):
-            raise _invalid("log_pods", f"must be a string, not {self.log_pods!r}")
-        if self.log_pods not in LOG_POD_CHOICES:
-            try:
-                check_selector(self.log_pods)
-            except ValueError as err:
-                raise _invalid("log_pods", str(err)) from None
-        if not isinstance(self.log_container, str):
-            raise _invalid("log_container", f"must be a string, not {self.log_container!r}")
-        if self.log_container and dns1123_label_errors(self.log_container):
-            raise _invalid(
-                "log_container",
-                f"not a container name: {'; '.join(dns1123_label_errors(self.log_container))}",
-            )
-        _count_input(self.log_max_pods, "log_max_pods")
-        if self.log_max_pods < 1:
-            raise _invalid("log_max_pods", f"must be >= 1, not {self.log_max_pods}")
-        _count_input(self.log_max_bytes_per_second, "log_max_bytes_per_second")
-        _count_input(self.log_max_bytes, "log_max_bytes")
-        return LogOptions(
-            pods=self.log_pods,
-            container=self.log_container or None,
-            target=target,
-            max_pods=self.log_max_pods,
-            max_bytes_per_second=self.log_max_bytes_per_second or None,
-            max_bytes=self.log_max_bytes or None,
+        return _checked(
+            core.log_options,
+            log_pods=self.log_pods,
+            log_container=self.log_container or None,
+            log_max_pods=self.log_max_pods,
+            log_max_bytes_per_second=self.log_max_bytes_per_second or None,
+            log_max_bytes=self.log_max_bytes or None,
+            log_replicated_job=target.replicated_job,
+            log_job_index=target.job_index,
+            log_pod_index=target.pod_index,
         )
 
     def checked_inject_env(self) -> bool:
@@ -247,9 +224,7 @@ class WaitInputs:
         Raises:
             SpecError: not a bool.
         """
-        if not isinstance(self.inject_env, bool):
-            raise _invalid("inject_env", f"must be true or false, not {self.inject_env!r}")
-        return self.inject_env
+        return _checked(core.flag, self.inject_env, "inject_env")
 
 
 def check_launch_inputs(
@@ -278,23 +253,14 @@ def check_launch_inputs(
     if bool(jobset.strip()) == bool(jobset_dict):
         raise _invalid("jobset", "give exactly one of jobset (YAML text) and jobset_dict")
     _namespace_input(namespace)
-    _choice(backend, BACKEND_CHOICES, "backend")
-    if (
-        isinstance(timeout_seconds, bool)
-        or not isinstance(timeout_seconds, (int, float))
-        or not math.isfinite(timeout_seconds)
-        or timeout_seconds < 0
-    ):
-        raise _invalid(
-            "timeout_seconds", f"must be a number >= 0 (0: no limit), not {timeout_seconds!r}"
-        )
-    _choice(delete_policy, DELETE_POLICIES, "delete_policy")
-    if not isinstance(follow_logs, bool):
-        raise _invalid("follow_logs", f"must be true or false, not {follow_logs!r}")
+    _checked(core.one_of, backend, "backend", BACKEND_CHOICES)
+    _checked(core.seconds, timeout_seconds, "timeout")  # 0: no limit
+    _checked(core.one_of, delete_policy, "delete_policy", DELETE_POLICIES)
+    _checked(core.flag, follow_logs, "follow_logs")
     if not isinstance(log_replicated_job, str):
         raise _invalid("log_replicated_job", f"must be a string, not {log_replicated_job!r}")
-    _count_input(log_job_index, "log_job_index")
-    _count_input(log_pod_index, "log_pod_index")
+    _checked(core.count, log_job_index, "log_job_index")
+    _checked(core.count, log_pod_index, "log_pod_index")
     if task_config_replicated_jobs is not None and (
         not isinstance(task_config_replicated_jobs, list)
         or not all(isinstance(item, str) for item in task_config_replicated_jobs)
@@ -306,50 +272,12 @@ def check_launch_inputs(
 
 
 def _run_launch(
-    *,
-    jobset: str | Mapping[str, Any],
-    namespace: str,
-    backend: str,
-    timeout_seconds: float,
-    delete_policy: str,
-    logs: LogOptions | None,
-    pod_start: PodStartRules,
-    inject_env: bool,
-    task_config: Any,
-    task_config_replicated_jobs: Sequence[str],
-    identity: Mapping[str, str],
+    request: RunRequest, settings: ClientSettings, task_config: Any, rjobs: Sequence[str]
 ) -> LaunchResult:
-    policy = cast(DeletePolicy, _choice(delete_policy, DELETE_POLICIES, "delete_policy"))
-    choice = cast(BackendChoice, _choice(backend, BACKEND_CHOICES, "backend"))
-    spec = apply_task_config(
-        load_jobset(jobset), overrides_from(task_config), task_config_replicated_jobs
-    )
-    settings = ClientSettings()
-    request = LaunchRequest(
-        jobset=spec,
-        namespace=namespace or default_namespace(settings),
-        identity=identity,
-        backend=choice,
-        timeout=timeout_seconds if timeout_seconds > 0 else None,
-        delete_policy=policy,
-        logs=logs,
-        pod_start=pod_start,
-        inject_env=inject_env,
-    )
-
-    async def main() -> LaunchResult:
-        from jobset_core.client import Client
-        from jobset_core.lifecycle import Run
-        from jobset_core.observe import Observer
-
-        async with Client(settings) as client:
-            observer = Observer(client, scope="run")
-            try:
-                return await launch(request, Run(observer), say=_say)
-            finally:
-                await observer.aclose()
-
-    return run(main)
+    assert request.jobset is not None
+    spec = apply_task_config(request.jobset, overrides_from(task_config), rjobs)
+    request = request.but(jobset=spec)
+    return core.blocking(settings, lambda lifecycle: launch(request, lifecycle, say=_say))
 
 
 def launch_step(
@@ -393,23 +321,23 @@ def launch_step(
             task_config_replicated_jobs=task_config_replicated_jobs,
         )
         wait = wait or WaitInputs()
-        target = LogTarget(log_replicated_job or None, log_job_index, log_pod_index)
-        logs = wait.logs(target) if follow_logs else None
+        logs = wait.logs(LogTarget(log_replicated_job or None, log_job_index, log_pod_index))
         pod_start, inject_env = wait.pod_start(), wait.checked_inject_env()
         identity = kfp_identity(run_id, task_name, task_id)
-        result = _run_launch(
-            jobset=from_struct(jobset_dict) if jobset_dict else jobset,
-            namespace=namespace,
-            backend=backend,
-            timeout_seconds=timeout_seconds,
-            delete_policy=delete_policy,
-            logs=logs,
-            pod_start=pod_start,
-            inject_env=inject_env,
-            task_config=task_config,
-            task_config_replicated_jobs=task_config_replicated_jobs or (),
+        settings = ClientSettings()
+        request = RunRequest(
+            jobset=load_jobset(from_struct(jobset_dict) if jobset_dict else jobset),
+            namespace=namespace or default_namespace(settings),  # "": the launcher pod's
             identity=identity,
+            backend=backend,  # type: ignore[arg-type]  # checked above
+            deadline=Deadline(timeout=timeout_seconds or None),
+            pod_start=pod_start,
+            delete_policy=delete_policy,  # type: ignore[arg-type]  # checked above
+            logs=logs if follow_logs else None,
+            failed_pod_log_lines=30,
+            inject_env=inject_env,
         )
+        result = _run_launch(request, settings, task_config, task_config_replicated_jobs or ())
     except (Exception, Terminated) as error:
         _fail(error)
     for key, value in result.metrics.items():
@@ -423,21 +351,18 @@ def cleanup_step(*, namespace: str, run_id: str, backend: str) -> int:
     try:
         checked = checked_run_id(run_id)
         _namespace_input(namespace)
-        choice = cast(BackendChoice, _choice(backend, BACKEND_CHOICES, "backend"))
+        choice: Any = _checked(core.one_of, backend, "backend", BACKEND_CHOICES)
         settings = ClientSettings()
 
-        async def main() -> CleanupResult:
-            from jobset_core.client import Client
+        async def main(lifecycle: core.Lifecycle) -> CleanupResult:
+            return await cleanup_run(
+                lifecycle,
+                namespace=namespace or default_namespace(settings),
+                run_id=checked,
+                backend=choice,
+            )
 
-            async with Client(settings) as client:
-                return await cleanup_run(
-                    client,
-                    namespace=namespace or default_namespace(settings),
-                    run_id=checked,
-                    backend=choice,
-                )
-
-        done = run(main)
+        done = core.blocking(settings, main)
     except Exception as error:
         _fail(error)
     for name in done.jobsets:

@@ -120,17 +120,15 @@ class BackendProtocol(Protocol):
 
     async def submit(
         self,
-        jobset: JobSet,
+        prepared: JobSet,
         *,
-        namespace: str,
-        identity: Mapping[str, str] | None = None,
+        marks: Mapping[str, str],
         expected_uid: str | None = None,
-        inject_env: bool = True,
     ) -> Submission:
-        """Create the run, or adopt the existing one when its identity labels (and UID, when
-        given) match; raise ``IdentityMismatch`` otherwise. Never creates a duplicate. With
-        ``inject_env``, the created JobSet carries the workload's variables
-        (:func:`jobset_core.workload.inject_workload_env`)."""
+        """Create the run of a prepared JobSet (named, labelled with its identity ``marks``,
+        given the workload's variables and validated, by the lifecycle), or adopt the existing
+        one when its identity labels (and UID, when given) match; raise ``IdentityMismatch``
+        otherwise. Never creates a duplicate."""
         ...
 
     async def attach(

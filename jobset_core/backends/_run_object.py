@@ -19,8 +19,6 @@ from jobset_core.errors import Conflict, NotFound
 from jobset_core.models import JobSet
 from jobset_core.outcome import Backend
 from jobset_core.resources import JOB, POD, SERVICE, ApiResource
-from jobset_core.validation import ensure_valid
-from jobset_core.workload import inject_workload_env
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
@@ -31,26 +29,18 @@ __all__ = ["RunObjectBackend"]
 class RunObjectBackend:
     """Create-or-adopt, attach, find, cancel and leftovers over one kind of run object.
 
+    The JobSet a backend creates was prepared by the lifecycle (named, labelled, given the
+    workload's variables and validated, once): the backend only checks what it cannot run.
+
     Args:
         client: The API client (not closed by the backend).
-        validate: Check every JobSet with :func:`~jobset_core.validation.validate` before
-            creating anything (turn off only to let the server judge, e.g. in tests).
-        feature_gates: The controller's feature gates, for validation.
     """
 
     kind: Backend
     resource: ApiResource
 
-    def __init__(
-        self,
-        client: Client,
-        *,
-        validate: bool = True,
-        feature_gates: Mapping[str, bool] | None = None,
-    ) -> None:
+    def __init__(self, client: Client) -> None:
         self._client = client
-        self._validate = validate
-        self._gates = dict(feature_gates or {})
 
     # ------------------------------------------------------------------ what differs
 
@@ -79,34 +69,26 @@ class RunObjectBackend:
 
     async def submit(
         self,
-        jobset: JobSet,
+        prepared: JobSet,
         *,
-        namespace: str,
-        identity: Mapping[str, str] | None = None,
+        marks: Mapping[str, str],
         expected_uid: str | None = None,
-        inject_env: bool = True,
     ) -> Submission:
-        """Validate, then create the run object with its identity labels (and, with
-        ``inject_env``, the workload's variables in every container), or adopt the existing one
-        when its identity labels (and UID, when given) match.
+        """Create the run object of a prepared JobSet (named, labelled with ``marks``, valid),
+        or adopt the existing one when its identity labels (and UID, when given) match.
 
         Raises:
-            SpecError: the JobSet is invalid, or uses what the backend cannot do (nothing
-                created).
+            SpecError: the JobSet uses what the backend cannot do (nothing created).
             IdentityMismatch: an object of that name exists but is not this run's.
         """
-        named, marks = ident.stamp_identity(jobset, namespace, identity)
-        if inject_env:
-            named = inject_workload_env(named)
-        if self._validate:
-            ensure_valid(named, feature_gates=self._gates)
-        self._check_supported(named)
-        body = self._body(named, namespace, marks)
+        namespace = prepared.metadata.namespace or ""
+        self._check_supported(prepared)
+        body = self._body(prepared, namespace, marks)
         try:
             created = await self._client.create(self.resource, body, namespace=namespace)
         except Conflict:
-            existing = await self._client.get(self.resource, named.name, namespace=namespace)
-            self._check(existing, namespace, named.name, marks, expected_uid)
+            existing = await self._client.get(self.resource, prepared.name, namespace=namespace)
+            self._check(existing, namespace, prepared.name, marks, expected_uid)
             return self._submission(existing, created=False, marks=marks)
         return self._submission(created, created=True, marks=marks)
 

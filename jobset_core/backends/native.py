@@ -36,7 +36,7 @@ from jobset_core.backends._anchor import (
 from jobset_core.backends._base import Handle, Pass, Remember, Submission
 from jobset_core.backends._native_exec import NativePass, foreign_job, plan_pass
 from jobset_core.backends._run_object import RunObjectBackend
-from jobset_core.client._core import render_selector
+from jobset_core.client import render_selector
 from jobset_core.errors import (
     ApiError,
     Conflict,
@@ -79,9 +79,6 @@ class NativeBackend(RunObjectBackend):
 
     Args:
         client: The API client (not closed by the backend).
-        validate: Check every JobSet with :func:`~jobset_core.validation.validate` before
-            creating anything.
-        feature_gates: The feature gates validation assumes.
         placement: How exclusive placement is rendered; ``"affinity"`` needs no pod webhook.
         ttl_linger: After the run finished, a waiter stays up to this many seconds for
             ``ttlSecondsAfterFinished`` to expire and then deletes the anchor; a longer TTL is
@@ -95,12 +92,10 @@ class NativeBackend(RunObjectBackend):
         self,
         client: Client,
         *,
-        validate: bool = True,
-        feature_gates: Mapping[str, bool] | None = None,
         placement: Placement = "affinity",
         ttl_linger: float = 60.0,
     ) -> None:
-        super().__init__(client, validate=validate, feature_gates=feature_gates)
+        super().__init__(client)
         self._placement: Placement = placement
         self._ttl_linger = ttl_linger
         self._services: set[str] = set()

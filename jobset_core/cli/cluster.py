@@ -11,7 +11,8 @@
 
 Without ``--backend``, ``status``, ``delete`` and ``logs`` find the run whichever backend runs
 it (the JobSet, else a native anchor of that name). Every command runs the core's one
-lifecycle (:class:`~jobset_core.lifecycle.Run`) through :func:`jobset_core.blocking.run`.
+lifecycle through its one door (:func:`jobset_core.lifecycle.session`), under
+:func:`jobset_core.blocking.run`.
 
 Exit codes: 0 completed (or done), 1 failed (or an error from the cluster), 2 invalid input,
 3 timeout. Connection settings come from ``--kubeconfig``/``--context``, else ``$KUBECONFIG``
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
@@ -52,10 +52,9 @@ from jobset_core.cli._base import (
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
 
 if TYPE_CHECKING:
-    from jobset_core.lifecycle import Handle, LogLine, LogOptions, Run, Verdict
+    from jobset_core.lifecycle import Handle, Lifecycle, LogLine, LogOptions, RunRequest, Verdict
     from jobset_core.models import JobSet
     from jobset_core.outcome import Outcome
-    from jobset_core.policy.pod_start import PodStartRules
 
 __all__ = ["CLUSTER_COMMANDS"]
 
@@ -88,18 +87,12 @@ def _add_connection(parser: argparse.ArgumentParser, *, with_backend: bool = Tru
 
 
 @asynccontextmanager
-async def _session(args: argparse.Namespace) -> AsyncIterator[Run]:
-    from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Run
-    from jobset_core.observe import Observer
+async def _session(args: argparse.Namespace) -> AsyncIterator[Lifecycle]:
+    from jobset_core.lifecycle import ClientSettings, session
 
     settings = ClientSettings(kubeconfig_path=args.kubeconfig, context=args.context)
-    async with Client(settings) as client:
-        observer = Observer(client, scope="run")
-        try:
-            yield Run(observer)
-        finally:
-            await observer.aclose()
+    async with session(settings) as lifecycle:
+        yield lifecycle
 
 
 def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[int]]) -> Any:
@@ -150,8 +143,9 @@ def _say(stream: TextIO, line: str) -> None:
     stream.flush()
 
 
-async def _find(run: Run, args: argparse.Namespace) -> Handle:
-    found = await run.locate(args.name, namespace=args.namespace or "default", backend=args.backend)
+async def _find(lifecycle: Lifecycle, args: argparse.Namespace) -> Handle:
+    namespace = args.namespace or "default"
+    found = await lifecycle.runs.locate(args.name, namespace=namespace, backend=args.backend)
     return found.handle
 
 
@@ -252,23 +246,41 @@ def _add_pod_start_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _log_options(args: argparse.Namespace) -> LogOptions | None:
-    from jobset_core.lifecycle import LogOptions
+    from jobset_core.lifecycle import log_options
 
     if not args.follow_logs:
         return None
-    return LogOptions(
-        pods=args.log_pods,
-        container=args.log_container,
-        max_pods=args.log_max_pods,
-        max_bytes_per_second=args.log_max_bytes_per_second or None,
-        max_bytes=args.log_max_bytes or None,
+    return log_options(
+        log_pods=args.log_pods,
+        log_container=args.log_container,
+        log_max_pods=args.log_max_pods,
+        log_max_bytes_per_second=args.log_max_bytes_per_second or None,
+        log_max_bytes=args.log_max_bytes or None,
     )
 
 
-def _pod_start_rules(args: argparse.Namespace) -> PodStartRules:
-    from jobset_core.policy.pod_start import PodStartRules
+def _request(args: argparse.Namespace, streams: Streams) -> RunRequest:
+    """The run ``jobsetctl run`` asks for (the flags checked by the core's checks too)."""
+    from jobset_core.lifecycle import Deadline, RunRequest, pod_start_rules
 
-    return PodStartRules(args.start_grace, args.pending_timeout, args.crash_loop_restarts)
+    jobset = _load_one(args.file, streams)
+    return RunRequest(
+        jobset=jobset,
+        namespace=args.namespace or jobset.metadata.namespace or "default",
+        identity=_identity(jobset, args.identity),
+        backend=args.backend,
+        deadline=Deadline(timeout=args.timeout),
+        pod_start=pod_start_rules(
+            start_grace=args.start_grace,
+            pending_timeout=args.pending_timeout,
+            crash_loop_restarts=args.crash_loop_restarts,
+        ),
+        delete_policy=args.delete_policy,
+        cancel_on_kill=False,  # a killed jobsetctl leaves the run: run it again to adopt
+        logs=_log_options(args),
+        failed_pod_log_lines=20,
+        inject_env=args.inject_env,
+    )
 
 
 def _load_one(file: str, streams: Streams) -> JobSet:
@@ -321,49 +333,36 @@ def _summary(outcome: Outcome) -> list[str]:
 
 
 async def _run(args: argparse.Namespace, streams: Streams) -> int:
-    from jobset_core.backends import Submission
-    from jobset_core.lifecycle import WaitRules
+    from jobset_core.lifecycle import Reporter, Submission
 
-    jobset = _load_one(args.file, streams)
-    namespace = args.namespace or jobset.metadata.namespace or "default"
-    identity = _identity(jobset, args.identity)
+    request = _request(args, streams)
 
     def submitted(submission: Submission) -> None:
         handle = submission.handle
         verb = "created" if submission.created else "adopted"
         _say(
             streams.out,
-            f"{verb}: JobSet {namespace}/{handle.name} uid={handle.uid} backend={handle.backend}",
+            f"{verb}: JobSet {request.namespace}/{handle.name} uid={handle.uid} "
+            f"backend={handle.backend}",
         )
 
     def log(line: LogLine) -> None:
         _say(streams.out, f"log: {line.shown()}")
 
-    def judged(verdict: Verdict) -> None:  # said at once: the finish may take a while
+    def judged(verdict: Verdict) -> None:  # said at once: the completion may take a while
         if verdict.kind in ("completed", "failed"):
             for line in _summary(verdict.outcome) if verdict.outcome is not None else []:
                 _say(streams.out, line)
         _say(streams.out if verdict.ok else streams.err, f"jobsetctl run: {verdict.message}")
 
-    deadline = None if args.timeout is None else time.time() + args.timeout
-    async with _session(args) as run:
-        finished = await run.execute(
-            jobset,
-            namespace=namespace,
-            identity=identity,
-            backend=args.backend,
-            inject_env=args.inject_env,
-            deadline=deadline,
-            rules=WaitRules(budget=args.timeout, pod_start=_pod_start_rules(args)),
-            delete_policy=args.delete_policy,
-            cancel_on_kill=False,  # a killed jobsetctl leaves the run: run it again to adopt
-            pod_log_lines=20,
-            on_submit=submitted,
-            on_progress=lambda p: _say(streams.out, p.line()),
-            logs=_log_options(args),
-            on_log=log,
-            on_verdict=judged,
-        )
+    report = Reporter(
+        submitted=submitted,
+        progress=lambda p: _say(streams.out, p.line()),
+        log=log,
+        verdict=judged,
+    )
+    async with _session(args) as lifecycle:
+        finished = await lifecycle.execute(request, report)
     verdict = finished.verdict
     for pod, text in sorted(finished.pod_logs.items()):
         _say(streams.err, f"--- failed pod {pod} (last lines)")
@@ -371,7 +370,10 @@ async def _run(args: argparse.Namespace, streams: Streams) -> int:
     for problem in finished.problems:  # a refused delete, unreadable logs
         _say(streams.err, f"jobsetctl run: {problem}")
     if finished.deleted:
-        _say(streams.out, f"deleted: JobSet {namespace}/{verdict.name} ({args.delete_policy})")
+        _say(
+            streams.out,
+            f"deleted: JobSet {request.namespace}/{verdict.name} ({args.delete_policy})",
+        )
     return _EXIT.get(verdict.kind, EXIT_FAILED)
 
 
@@ -390,9 +392,9 @@ def _configure_status(parser: argparse.ArgumentParser) -> None:
 async def _status(args: argparse.Namespace, streams: Streams) -> int:
     from jobset_core.policy.outcome import status_document
 
-    async with _session(args) as run:
-        handle = await _find(run, args)
-        outcome, status = await run.status(handle)
+    async with _session(args) as lifecycle:
+        handle = await _find(lifecycle, args)
+        outcome, status = await lifecycle.runs.status(handle)
     if args.output == "json":
         _say(streams.out, json.dumps(status_document(status), indent=2, sort_keys=True))
         return EXIT_COMPLETED
@@ -412,9 +414,9 @@ def _configure_delete(parser: argparse.ArgumentParser) -> None:
 
 
 async def _delete(args: argparse.Namespace, streams: Streams) -> int:
-    async with _session(args) as run:
-        handle = await _find(run, args)
-        await run.delete(handle, wait=args.wait, timeout=args.timeout)
+    async with _session(args) as lifecycle:
+        handle = await _find(lifecycle, args)
+        await lifecycle.runs.delete(handle, wait=args.wait, timeout=args.timeout)
     gone = "deleted" if args.wait else "deletion requested"
     _say(streams.out, f"{gone}: JobSet {handle.namespace}/{handle.name}")
     return EXIT_COMPLETED
@@ -433,9 +435,9 @@ async def _logs(args: argparse.Namespace, streams: Streams) -> int:
     from jobset_core.lifecycle import LogTarget
 
     target = LogTarget(args.replicated_job, args.job_index, args.pod_index)
-    async with _session(args) as run:
-        handle = await _find(run, args)
-        await run.read_log(
+    async with _session(args) as lifecycle:
+        handle = await _find(lifecycle, args)
+        await lifecycle.runs.read_log(
             handle, target, follow=args.follow, sink=lambda line: _say(streams.out, line.text)
         )
     return EXIT_COMPLETED

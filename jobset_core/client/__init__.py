@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from jobset_core.client._client import Client, ClientStats
-    from jobset_core.client._core import ObjectList, RetryPolicy
+    from jobset_core.client._core import ObjectList, RetryPolicy, render_selector
     from jobset_core.client._watch import EventType, WatchEvent, WatchState
     from jobset_core.client.config import ClientSettings, default_namespace
 
@@ -27,6 +27,7 @@ __all__ = [
     "WatchEvent",
     "WatchState",
     "default_namespace",
+    "render_selector",
 ]
 
 _WHERE = {
@@ -34,6 +35,7 @@ _WHERE = {
     "ClientSettings": "jobset_core.client.config",
     "ClientStats": "jobset_core.client._client",
     "EventType": "jobset_core.client._watch",
+    "render_selector": "jobset_core.client._core",
     "ObjectList": "jobset_core.client._core",
     "RetryPolicy": "jobset_core.client._core",
     "WatchEvent": "jobset_core.client._watch",

@@ -1,17 +1,26 @@
-"""The one lifecycle of a JobSet run: submit or adopt → wait → finish (and cancel).
+"""The one lifecycle of a JobSet run, and its one door.
 
-:class:`Run` is what every way in uses (the Airflow operator in worker and deferrable mode,
-its trigger, the sensor, the KFP step, ``jobsetctl``); :class:`Verdict` is how a wait ends,
-:data:`DeletePolicy` what happens to the run then. Adapters only map a verdict (or the
+A way in (the Airflow operator, sensor and trigger, the KFP launcher, ``jobsetctl``) builds
+one :class:`RunRequest` from its own arguments (checked there with this package's argument
+checks), opens a :func:`session` (or :func:`blocking` for a synchronous caller) and calls the
+:class:`Lifecycle` it yields: :meth:`~Lifecycle.execute` (start → wait → complete), or the
+three steps apart for a deferrable task. :attr:`Lifecycle.runs` finds, looks at, deletes and
+reads the logs of runs as they stand. A wait ends in a :class:`Verdict`; :data:`DeletePolicy`
+says what happens to the run then. Adapters only map a verdict (or the
 :class:`~jobset_core.errors.RunEnded` error it stands for) to their framework.
 
-Importing this package imports no API client.
+This is the only part of the core's engine the adapters may import (an import contract says
+so). Importing it imports no API client.
 """
 
 from __future__ import annotations
 
-from jobset_core.backends._base import BackendChoice, Handle, Submission
+from typing import TYPE_CHECKING, Any
+
+from jobset_core.backends import BACKEND_CHOICES, BackendChoice, Handle, Submission
+from jobset_core.errors import InvalidArgument
 from jobset_core.lifecycle._judge import Judge, Step, WaitRules
+from jobset_core.lifecycle._lifecycle import Finished, Lifecycle, Reporter, Started, prepare
 from jobset_core.lifecycle._log_plan import (
     LOG_POD_CHOICES,
     LogLine,
@@ -20,7 +29,21 @@ from jobset_core.lifecycle._log_plan import (
     check_selector,
 )
 from jobset_core.lifecycle._logs import LogSink
-from jobset_core.lifecycle._run import Finished, ProgressCallback, Run
+from jobset_core.lifecycle._runs import Runs
+from jobset_core.lifecycle._session import blocking, session
+from jobset_core.lifecycle.request import (
+    Deadline,
+    InvalidArgumentType,
+    OnRestart,
+    RunRequest,
+    count,
+    flag,
+    log_options,
+    namespace,
+    one_of,
+    pod_start_rules,
+    seconds,
+)
 from jobset_core.lifecycle.verdict import (
     DELETE_POLICIES,
     DeletePolicy,
@@ -29,27 +52,64 @@ from jobset_core.lifecycle.verdict import (
     error_for,
     should_delete,
 )
+from jobset_core.policy.pod_start import DEFAULT_GRACE, PodStartRules
+
+if TYPE_CHECKING:
+    from jobset_core.client.config import ClientSettings, default_namespace
 
 __all__ = [
+    "BACKEND_CHOICES",
+    "DEFAULT_GRACE",
     "DELETE_POLICIES",
     "LOG_POD_CHOICES",
     "BackendChoice",
+    "ClientSettings",
+    "Deadline",
     "DeletePolicy",
     "Finished",
     "Handle",
+    "InvalidArgument",
+    "InvalidArgumentType",
     "Judge",
+    "Lifecycle",
     "LogLine",
     "LogOptions",
     "LogSink",
     "LogTarget",
-    "ProgressCallback",
-    "Run",
+    "OnRestart",
+    "PodStartRules",
+    "Reporter",
+    "RunRequest",
+    "Runs",
+    "Started",
     "Step",
     "Submission",
     "Verdict",
     "VerdictKind",
     "WaitRules",
+    "blocking",
     "check_selector",
+    "count",
+    "default_namespace",
     "error_for",
+    "flag",
+    "log_options",
+    "namespace",
+    "one_of",
+    "pod_start_rules",
+    "prepare",
+    "seconds",
+    "session",
     "should_delete",
 ]
+
+#: Connection settings, resolved on first use (the settings module reads kubeconfigs).
+_LAZY = {"ClientSettings", "default_namespace"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from jobset_core.client import config
+
+    return getattr(config, name)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from jobset_core import identity as ident
 from jobset_core import labels as L
 from jobset_core import pods as podread
-from jobset_core.backends._base import Handle
+from jobset_core.backends import Handle
 from jobset_core.errors import ApiError, JobSetError, NotFound, Unreachable
 from jobset_core.lifecycle._judge import head_jobset
 from jobset_core.lifecycle._log_plan import (
@@ -48,8 +48,7 @@ from jobset_core.lifecycle._log_plan import (
     fingerprint,
     select_streams,
 )
-from jobset_core.observe import Tracked
-from jobset_core.observe._informer import backoff
+from jobset_core.observe import Tracked, backoff
 from jobset_core.resources import CONFIG_MAP, JOBSET, POD
 
 if TYPE_CHECKING:

@@ -8,6 +8,7 @@ Importing this package imports no API client.
 
 from __future__ import annotations
 
+from jobset_core.observe._informer import backoff
 from jobset_core.observe._observer import Observer, Scope, Target, Tracked
 from jobset_core.observe._shared import settings_key, shared_observer, shared_stats
 from jobset_core.observe._store import Observation
@@ -21,6 +22,7 @@ __all__ = [
     "Scope",
     "Target",
     "Tracked",
+    "backoff",
     "settings_key",
     "shared_observer",
     "shared_stats",

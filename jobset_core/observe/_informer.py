@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.client._watch import EventType
+from jobset_core.client import EventType
 from jobset_core.errors import (
     ConfigError,
     Forbidden,

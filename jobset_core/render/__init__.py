@@ -14,6 +14,7 @@ scheduler alone enforces. ``docs/rendering.md`` lists the differences.
 """
 
 from jobset_core.render._job import Placement
+from jobset_core.render._metadata import exclusive_annotations, identity
 from jobset_core.render._placement import exclusive_affinity_terms
 from jobset_core.render._render import (
     PLACEMENTS,
@@ -31,7 +32,9 @@ __all__ = [
     "RenderedJobSet",
     "check_job_count",
     "exclusive_affinity_terms",
+    "exclusive_annotations",
     "headless_service",
+    "identity",
     "job_count",
     "jobset_owner_reference",
     "render",

@@ -197,7 +197,7 @@ _UID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 def _controller_annotations(defaulted: JobSet, index: int) -> dict[str, str]:
     """The annotations the controller adds to the Jobs (and pod templates) of replicated job
     ``index`` at their first creation, for its last Job (the longest values)."""
-    from jobset_core.render._metadata import exclusive_annotations, identity
+    from jobset_core.render import exclusive_annotations, identity
 
     rjob = defaulted.replicated_jobs[index]
     last = max((rjob.replicas if rjob.replicas is not None else 1) - 1, 0)

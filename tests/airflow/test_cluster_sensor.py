@@ -87,23 +87,16 @@ def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: A
 def _native_run(devcluster: Any, namespace: str, name: str, seconds: str) -> None:
     """Submit a native run (anchor + first pass) the way an operator would, then leave it:
     the sensor's wait drives it on."""
-    from jobset_core.blocking import run
-    from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Run
+    from jobset_core.lifecycle import ClientSettings, RunRequest, blocking
     from jobset_core.models import load_jobset
-    from jobset_core.observe import Observer
 
-    async def submit() -> None:
-        async with Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
-            observer = Observer(client)
-            await Run(observer).submit(
-                load_jobset(body(name, {"devcluster/run-seconds": seconds})),
-                namespace=namespace,
-                backend="native",
-            )
-            await observer.aclose()
-
-    run(submit)
+    request = RunRequest(
+        jobset=load_jobset(body(name, {"devcluster/run-seconds": seconds})),
+        namespace=namespace,
+        backend="native",
+    )
+    settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+    blocking(settings, lambda lifecycle: lifecycle.start(request))
 
 
 def test_sensor_on_native_runs_by_name_and_labels(

@@ -20,8 +20,15 @@ from airflow_provider_jobset._identity import TaskIdentity
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
 from airflow_provider_jobset.triggers import JobSetTrigger
 from jobset_core import leader_workers
-from jobset_core.lifecycle import LogOptions, LogTarget
-from jobset_core.policy.pod_start import PodStartRules
+from jobset_core.lifecycle import (
+    Deadline,
+    Handle,
+    LogOptions,
+    LogTarget,
+    PodStartRules,
+    RunRequest,
+)
+from jobset_core.outcome import Phase
 
 pytestmark = pytest.mark.airflow
 
@@ -156,20 +163,22 @@ def test_template_file_is_rendered(airflow_db: Path, tmp_path: Path) -> None:
 
 
 def test_trigger_serialization_round_trip() -> None:
-    trigger = JobSetTrigger(
-        name="js",
+    request = RunRequest(
         namespace="ns",
-        uid="u",
-        backend="native",
+        identity={"run": "r"},
+        deadline=Deadline(timeout=60, started=1234.5),
+        until=frozenset({Phase.RUNNING}),
+        pod_start=PodStartRules(grace=0, pending_timeout=30, crash_loop_restarts=2),
+        delete_policy="always",
+        cancel_on_kill=False,
+        logs=LogOptions(pods="all", container="main", max_bytes=None),
+    )
+    trigger = JobSetTrigger(
+        handle=Handle("js", "ns", "u", "native"),
+        request=request,
+        restarts=2,
         kubernetes_conn_id="k8s",
         cluster_context="ctx",
-        deadline=1234.5,
-        on_restart="continue",
-        restarts=2,
-        target_phases=["Running"],
-        delete_on_kill=False,
-        pod_start=PodStartRules(grace=0, pending_timeout=30, crash_loop_restarts=2).to_dict(),
-        logs=LogOptions(pods="all", container="main", max_bytes=None).to_dict(),
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_jobset.triggers.JobSetTrigger"
@@ -180,23 +189,30 @@ def test_trigger_serialization_round_trip() -> None:
 
     encoded = BaseSerialization.serialize(kwargs)
     assert JobSetTrigger(**BaseSerialization.deserialize(encoded)).serialize()[1] == kwargs
-    assert PodStartRules.from_dict(kwargs["pod_start"]) == PodStartRules(0, 30, 2)
-    assert LogOptions.from_dict(kwargs["logs"]) == LogOptions(
-        pods="all", container="main", max_bytes=None
-    )
+    assert rebuilt.request == request  # one request, whole: every field comes back
+    assert rebuilt.handle == Handle("js", "ns", "u", "native")
 
 
-def test_the_operator_hands_its_log_and_pod_start_options_to_the_trigger() -> None:
+def test_the_operator_hands_its_request_to_the_trigger() -> None:
     op = JobSetOperator(
         task_id="t",
         jobset=YAML.format(name="x"),
         deferrable=True,
         start_grace=dt.timedelta(seconds=30),
         log_pods="leaders",
+        delete_policy="always",
         retries=2,
     )
-    assert op.pod_start == PodStartRules(grace=30)
-    assert op.log_options == LogOptions(pods="leaders", target=LogTarget())
+    request = op.request
+    assert request.pod_start == PodStartRules(grace=30)
+    assert request.logs == LogOptions(pods="leaders", target=LogTarget())
+    assert (request.on_restart, request.delete_policy, request.wait_gone) == (
+        "return",
+        "always",
+        True,
+    )
+    quiet = JobSetOperator(task_id="q", jobset=YAML.format(name="x"), stream_logs=False)
+    assert quiet.request.logs is None
 
 
 def test_importing_the_operator_loads_no_kubernetes_client() -> None:

@@ -883,7 +883,9 @@ def _submit_for_sensor(kubeconfig: Path) -> Callable[..., Any]:
         from jobset_core.models import load_jobset
 
         async def work(r: Any) -> None:
-            await r.submit(load_jobset(doc), namespace=namespace, backend=backend)
+            from jobset_core.lifecycle import RunRequest
+
+            await r.start(RunRequest(jobset=load_jobset(doc), namespace=namespace, backend=backend))
 
         run(lambda: _with_run(kubeconfig, work))
 
@@ -891,16 +893,10 @@ def _submit_for_sensor(kubeconfig: Path) -> Callable[..., Any]:
 
 
 async def _with_run(kubeconfig: Path, work: Callable[[Any], Any]) -> Any:
-    from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Run
-    from jobset_core.observe import Observer
+    from jobset_core.lifecycle import ClientSettings, session
 
-    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
-        observer = Observer(client)
-        try:
-            return await work(Run(observer))
-        finally:
-            await observer.aclose()
+    async with session(ClientSettings(kubeconfig_path=str(kubeconfig))) as lifecycle:
+        return await work(lifecycle)
 
 
 def _act(kubeconfig: Path, scenario: Scenario, namespace: str, backend: str) -> dict[str, float]:
@@ -909,11 +905,11 @@ def _act(kubeconfig: Path, scenario: Scenario, namespace: str, backend: str) -> 
 
     async def work(r: Any) -> dict[str, float]:
         done: dict[str, float] = {}
-        for found in await r.find(
+        for found in await r.runs.find(
             namespace=namespace, label_selector={"parity": scenario.id}, backend=backend
         ):
             if scenario.action == "resume":
-                await r.set_suspend(found.handle, False)
+                await r.runs.set_suspend(found.handle, False)
             else:
                 await r.cancel(found.handle)
             done[found.handle.name] = time.time()

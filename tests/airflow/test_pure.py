@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_provider_jobset._decisions import deadline, max_restarts, plan_retries
+from airflow_provider_jobset._decisions import max_restarts, plan_retries
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
 from airflow_provider_jobset.hooks import ConnectionConfig, config_from_extras
 from airflow_provider_jobset.links import format_link
@@ -100,13 +100,19 @@ def test_plan_retries(
     assert (plan.problem is not None) is problem
 
 
-def test_deadline_is_the_earliest_end() -> None:
+def test_the_deadline_is_the_earliest_end() -> None:
+    from airflow_provider_jobset.operators import _deadline
+
     now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     started = now - dt.timedelta(minutes=10)
-    assert deadline(now, None, None) is None
-    assert deadline(now, dt.timedelta(hours=1), None) == now + dt.timedelta(hours=1)
-    both = deadline(now, dt.timedelta(hours=1), dt.timedelta(minutes=30), started)
-    assert both == started + dt.timedelta(minutes=30)
+    assert _deadline(None, None, None).begin(now.timestamp()).ends_at() is None
+    hour = _deadline(dt.timedelta(hours=1), None, None).begin(now.timestamp())
+    assert hour.ends_at() == (now + dt.timedelta(hours=1)).timestamp()
+    assert hour.budget() == 3600
+    both = _deadline(dt.timedelta(hours=1), dt.timedelta(minutes=30), started)
+    both = both.begin(now.timestamp())
+    assert both.ends_at() == (started + dt.timedelta(minutes=30)).timestamp()
+    assert both.budget() == 20 * 60  # what the try was given, from its start
 
 
 @pytest.mark.parametrize(

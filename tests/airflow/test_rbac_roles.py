@@ -385,18 +385,17 @@ async def s_stale(case: Case, who: Identity) -> None:
     a compare-and-swap conflict and reads the anchor again), and a Job the view lacks exists
     already (the create meets 409 and reads it)."""
     from jobset_core.client import Client, ClientSettings
-    from jobset_core.lifecycle import Handle, Run
+    from jobset_core.lifecycle import Handle, Lifecycle
     from jobset_core.observe import Observer
 
     ti = TI(case.run_id)
     body = jobset(case, first={"devcluster/never-finish": "true"})
     deferred = await asyncio.to_thread(deferred_of, case.operator(body, deferrable=True), ti)
     _, kwargs = deferred.trigger.serialize()
-    handle = Handle(kwargs["name"], kwargs["namespace"], kwargs["uid"], "native")
+    handle = Handle(**kwargs["handle"])
     async with Client(ClientSettings(kubeconfig_path=who.kubeconfig)) as client:
         observer = Observer(client, scope="run")
-        run = Run(observer)
-        backend = run.backend("native")
+        backend = Lifecycle(observer).runs.backend("native")
         target = backend.target(handle)
         view = await observer.snapshot(target)
         case.devcluster.core.patch_namespaced_config_map(

@@ -1,10 +1,10 @@
 """The core's lifecycle under the names the backend tests use, in two flavours.
 
-``async``: one :class:`~jobset_core.lifecycle.Run` over one client and observer on the test's
-event loop (what a triggerer or an async caller does). ``blocking``: every call goes through
-:func:`jobset_core.blocking.run` on a thread of its own, with a client, observer and run of its
-own (what a synchronous caller does: a worker, a KFP step, ``jobsetctl``). Both must behave the
-same; the tests run in both.
+``async``: one :class:`~jobset_core.lifecycle.Lifecycle` of one session on the test's event
+loop (what a triggerer or an async caller does). ``blocking``: every call goes through
+:func:`jobset_core.lifecycle.blocking` on a thread of its own, with a session of its own (what a
+synchronous caller does: a worker, a KFP step, ``jobsetctl``). Both must behave the same; the
+tests run in both.
 
 :meth:`RunFace.wait` returns the outcome for a terminal verdict (and for a restart handed back)
 and raises the core's error for every other one, as a caller that only cares about the
@@ -20,12 +20,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobset_core.blocking import run as blocking_run
-from jobset_core.client import Client, ClientSettings
 from jobset_core.errors import JobSetGone
-from jobset_core.lifecycle import Handle, LogTarget, Run, Submission, Verdict, WaitRules, error_for
+from jobset_core.lifecycle import (
+    ClientSettings,
+    Deadline,
+    Handle,
+    Lifecycle,
+    LogTarget,
+    Reporter,
+    RunRequest,
+    Submission,
+    Verdict,
+    blocking,
+    error_for,
+    session,
+)
 from jobset_core.models import JobSet, JobSetStatus
-from jobset_core.observe import Observer
 from jobset_core.outcome import Backend, Outcome, Progress
 
 FLAVOURS = ["async", "blocking"]
@@ -51,7 +61,7 @@ class RunFace:
         kubeconfig: Path,
         kind: Backend,
         *,
-        shared: Run | None = None,
+        shared: Lifecycle | None = None,
         **options: Any,
     ) -> None:
         self.flavour, self.kind = flavour, kind
@@ -59,25 +69,20 @@ class RunFace:
         self.options = options
         self._shared = shared
 
-    async def call(self, work: Callable[[Run], Awaitable[T]]) -> T:
+    async def call(self, work: Callable[[Lifecycle], Awaitable[T]]) -> T:
         if self.flavour == "async":
             assert self._shared is not None
             return await work(self._shared)
-
-        async def main() -> T:
-            async with Client(self.settings) as client:
-                observer = Observer(client, scope="run")
-                try:
-                    return await work(Run(observer, **self.options))
-                finally:
-                    await observer.aclose()
-
-        return await asyncio.to_thread(blocking_run, main)
+        return await asyncio.to_thread(blocking, self.settings, work, **self.options)
 
     @property
-    def run(self) -> Run:
-        assert self._shared is not None, "only the async flavour shares one Run"
+    def run(self) -> Lifecycle:
+        assert self._shared is not None, "only the async flavour shares one Lifecycle"
         return self._shared
+
+    def request(self, **fields: Any) -> RunRequest:
+        """A request of this face's backend."""
+        return RunRequest(backend=self.kind, **fields)
 
     # ------------------------------------------------------------------ the verbs
 
@@ -89,15 +94,14 @@ class RunFace:
         identity: dict[str, str] | None = None,
         expected_uid: str | None = None,
     ) -> Submission:
-        return await self.call(
-            lambda run: run.submit(
-                jobset,
-                namespace=namespace,
-                identity=identity,
-                expected_uid=expected_uid,
-                backend=self.kind,
-            )
+        request = self.request(
+            jobset=jobset, namespace=namespace, identity=identity or {}, adopt_uid=expected_uid
         )
+
+        async def start(lifecycle: Lifecycle) -> Submission:
+            return (await lifecycle.start(request)).submission
+
+        return await self.call(start)
 
     async def attach(
         self,
@@ -108,7 +112,7 @@ class RunFace:
         identity: dict[str, str] | None = None,
     ) -> Handle:
         found = await self.call(
-            lambda run: run.locate(
+            lambda lifecycle: lifecycle.runs.locate(
                 name, namespace=namespace, backend=self.kind, uid=uid, identity=identity
             )
         )
@@ -123,34 +127,38 @@ class RunFace:
         on_restart: str = "continue",
         until: frozenset[Any] = frozenset(),
     ) -> Verdict:
-        deadline = None if timeout is None else time.time() + timeout
-        rules = WaitRules(on_restart=on_restart, until=until)  # type: ignore[arg-type]
-        return await self.call(
-            lambda run: run.wait(handle, deadline=deadline, rules=rules, on_progress=on_progress)
+        request = self.request(
+            namespace=handle.namespace,
+            deadline=Deadline(timeout=timeout).begin(time.time()),
+            on_restart=on_restart,  # type: ignore[arg-type]
+            until=until,
+            cancel_on_kill=False,
         )
+        report = Reporter(progress=on_progress)
+        return await self.call(lambda lifecycle: lifecycle.wait(request, handle, report=report))
 
     async def wait(self, handle: Handle, **kwargs: Any) -> Outcome:
         return outcome_of(await self.verdict(handle, **kwargs))
 
     async def status(self, handle: Handle) -> Outcome:
-        return (await self.call(lambda run: run.status(handle)))[0]
+        return (await self.call(lambda lifecycle: lifecycle.runs.status(handle)))[0]
 
     async def jobset_status(self, handle: Handle) -> JobSetStatus:
-        return (await self.call(lambda run: run.status(handle)))[1]
+        return (await self.call(lambda lifecycle: lifecycle.runs.status(handle)))[1]
 
     async def set_suspend(self, handle: Handle, suspend: bool) -> None:
-        await self.call(lambda run: run.set_suspend(handle, suspend))
+        await self.call(lambda lifecycle: lifecycle.runs.set_suspend(handle, suspend))
 
     async def cancel(self, handle: Handle) -> None:
-        await self.call(lambda run: run.cancel(handle))
+        await self.call(lambda lifecycle: lifecycle.cancel(handle))
 
     async def delete(self, handle: Handle, *, wait: bool = False, timeout: float = 60) -> None:
-        await self.call(lambda run: run.delete(handle, wait=wait, timeout=timeout))
+        await self.call(lambda lifecycle: lifecycle.runs.delete(handle, wait=wait, timeout=timeout))
 
     async def logs(self, handle: Handle, **target: Any) -> list[str]:
         lines: list[str] = []
         await self.call(
-            lambda run: run.read_log(
+            lambda lifecycle: lifecycle.runs.read_log(
                 handle, LogTarget(**target), follow=False, sink=lambda ln: lines.append(ln.text)
             )
         )
@@ -160,7 +168,7 @@ class RunFace:
         from jobset_core.lifecycle._logs import failed_pod_logs
 
         return await self.call(
-            lambda run: failed_pod_logs(run.client, handle, tail_lines=tail_lines)
+            lambda lifecycle: failed_pod_logs(lifecycle.client, handle, tail_lines=tail_lines)
         )
 
 
@@ -172,12 +180,8 @@ async def open_face(
     if flavour == "blocking":
         yield RunFace(flavour, kubeconfig, kind, **options)
         return
-    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
-        observer = Observer(client, scope="run")
-        try:
-            yield RunFace(flavour, kubeconfig, kind, shared=Run(observer, **options), **options)
-        finally:
-            await observer.aclose()
+    async with session(ClientSettings(kubeconfig_path=str(kubeconfig)), **options) as lifecycle:
+        yield RunFace(flavour, kubeconfig, kind, shared=lifecycle, **options)
 
 
 __all__ = ["FLAVOURS", "JobSetGone", "RunFace", "open_face", "outcome_of"]

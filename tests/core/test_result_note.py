@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 
 from jobset_core import labels as L
-from jobset_core.client import Client, ClientSettings
-from jobset_core.lifecycle import Run
+from jobset_core.lifecycle import ClientSettings, Deadline, RunRequest, session
 from jobset_core.lifecycle._judge import result_note
 from jobset_core.models import JobSet
-from jobset_core.observe import Observer
 from jobset_core.outcome import MAX_RESULT_BYTES, result_problem
 
 JOBSET = JobSet.model_validate(
@@ -100,14 +97,11 @@ async def test_a_result_that_is_not_json_is_said_in_the_verdict(
             },
         }
     )
-    async with Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
-        observer = Observer(client, scope="run")
-        try:
-            finished = await Run(observer).execute(
-                js, namespace=cluster_namespace, backend=backend, deadline=time.time() + 90
-            )
-        finally:
-            await observer.aclose()
+    request = RunRequest(
+        jobset=js, namespace=cluster_namespace, backend=backend, deadline=Deadline(timeout=90)
+    )
+    async with session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as lifecycle:
+        finished = await lifecycle.execute(request)
     verdict = finished.verdict
     assert verdict.kind == "completed" and verdict.result == "accuracy=0.93", verdict
     assert "completed (AllJobsCompleted); pod textresult-w-0-0-" in verdict.message

@@ -37,7 +37,7 @@ from jobset_core.errors import (
     SpecError,
     WaitTimeout,
 )
-from jobset_core.lifecycle import Handle, Run
+from jobset_core.lifecycle import Deadline, Handle, Lifecycle, RunRequest
 from jobset_core.models import JobSet, load_jobset
 from jobset_core.observe import Observer
 from jobset_core.outcome import Outcome, Phase, Progress
@@ -551,24 +551,22 @@ async def test_two_jobsets_in_one_namespace_never_cross_talk(
 async def test_forced_410_relists_and_still_sees_the_end(
     cluster_namespace: str, devcluster: Any
 ) -> None:
-    from jobset_core.lifecycle import WaitRules
 
     settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
     async with Client(settings) as client:
         observer = Observer(client, scope="run")
-        run = Run(observer)
+        run = Lifecycle(observer)
         jobset = manifest("gone", rjob("workers", run="1"))
-        submission = await run.submit(
-            jobset, namespace=cluster_namespace, identity=IDENTITY, backend=KIND
+        request = RunRequest(
+            jobset=jobset, namespace=cluster_namespace, identity=IDENTITY, backend=KIND
         )
+        submission = (await run.start(request)).submission
         # resourceVersion 1 is far older than the watch cache keeps: the server answers 410,
         # every informer lists again, and the wait still sees the end.
-        target = run.backend(KIND).target(submission.handle, since="1")
+        target = run.runs.backend(KIND).target(submission.handle, since="1")
         async with observer.track(target) as tracked:
-            judge_rules = WaitRules()
-            verdict = await run.wait(
-                submission.handle, deadline=time.time() + WAIT, rules=judge_rules
-            )
+            waiting = request.but(deadline=Deadline(timeout=WAIT).begin(time.time()))
+            verdict = await run.wait(waiting, submission.handle)
             stats = observer.stats()
             assert tracked.observation().jobset is not None
         await observer.aclose()

@@ -14,11 +14,18 @@ from typing import Any
 import pytest
 
 from jobset_core import labels
-from jobset_core.client import Client, ClientSettings
-from jobset_core.lifecycle import LogLine, LogOptions, Run, WaitRules
+from jobset_core.lifecycle import (
+    ClientSettings,
+    Deadline,
+    Lifecycle,
+    LogLine,
+    LogOptions,
+    Reporter,
+    RunRequest,
+    session,
+)
 from jobset_core.lifecycle._logs import CURSOR_ANNOTATION
 from jobset_core.models import JobSet
-from jobset_core.observe import Observer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -29,26 +36,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def run(devcluster: Any) -> AsyncIterator[Run]:
+async def run(devcluster: Any) -> AsyncIterator[Lifecycle]:
     async with fresh_run(devcluster) as made:
         yield made
 
 
-class fresh_run:
-    """A Run over its own client and observer (a separate process, as far as they know)."""
+def fresh_run(devcluster: Any) -> Any:
+    """A session of its own (a separate process, as far as the others know)."""
+    return session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig)))
 
-    def __init__(self, devcluster: Any) -> None:
-        self._settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
 
-    async def __aenter__(self) -> Run:
-        self._client = Client(self._settings)
-        await self._client.__aenter__()
-        self._observer = Observer(self._client, scope="run")
-        return Run(self._observer)
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._observer.aclose()
-        await self._client.__aexit__(None, None, None)
+def _waiting(namespace: str, backend: str, seconds: float, logs: LogOptions) -> RunRequest:
+    return RunRequest(
+        namespace=namespace,
+        backend=backend,  # type: ignore[arg-type]
+        deadline=Deadline(timeout=seconds).begin(time.time()),
+        logs=logs,
+        cancel_on_kill=False,
+    )
 
 
 def _rjob(name: str, replicas: int, notes: dict[str, str], parallel: int = 1) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def _jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> JobSet:
 
 
 async def test_all_pods_of_every_attempt_with_their_prefix(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     """``all``: every pod's lines once, prefixed with the pod; a restarted attempt's new pods
     are picked up as they come."""
@@ -95,13 +100,14 @@ async def test_all_pods_of_every_attempt_with_their_prefix(
     )
     lines: list[LogLine] = []
     finished = await run.execute(
-        js,
-        namespace=cluster_namespace,
-        backend=backend,
-        deadline=time.time() + 150,
-        rules=WaitRules(on_restart="continue"),
-        logs=LogOptions(pods="all"),
-        on_log=lines.append,
+        RunRequest(
+            jobset=js,
+            namespace=cluster_namespace,
+            backend=backend,  # type: ignore[arg-type]
+            deadline=Deadline(timeout=150),
+            logs=LogOptions(pods="all"),
+        ),
+        Reporter(log=lines.append),
     )
     assert finished.verdict.kind == "completed", finished.verdict
     pods = devcluster.core.list_namespaced_pod(
@@ -117,19 +123,21 @@ async def test_all_pods_of_every_attempt_with_their_prefix(
 
 
 async def test_the_total_cap_truncates_and_never_keeps_the_run_waiting(
-    run: Run, backend: str, cluster_namespace: str
+    run: Lifecycle, backend: str, cluster_namespace: str
 ) -> None:
     text = "\n".join(f"line {i:04d}" for i in range(200))  # 10 bytes a line
     js = _jobset("chatty", _rjob("w", 1, {"devcluster/log": text, "devcluster/run-seconds": "2"}))
     lines: list[LogLine] = []
     started = time.monotonic()
     finished = await run.execute(
-        js,
-        namespace=cluster_namespace,
-        backend=backend,
-        deadline=time.time() + 90,
-        logs=LogOptions(max_bytes=55, max_bytes_per_second=None),
-        on_log=lines.append,
+        RunRequest(
+            jobset=js,
+            namespace=cluster_namespace,
+            backend=backend,  # type: ignore[arg-type]
+            deadline=Deadline(timeout=90),
+            logs=LogOptions(max_bytes=55, max_bytes_per_second=None),
+        ),
+        Reporter(log=lines.append),
     )
     assert finished.verdict.kind == "completed", finished.verdict
     assert [line.text for line in lines if not line.notice] == [f"line {i:04d}" for i in range(5)]
@@ -139,7 +147,7 @@ async def test_the_total_cap_truncates_and_never_keeps_the_run_waiting(
 
 
 async def test_a_follower_that_starts_again_continues_without_repeating(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     """A restarted triggerer: the second follower (another client, another observer) reads
     the cursor the first kept on the run and shows only what came since."""
@@ -148,7 +156,10 @@ async def test_a_follower_that_starts_again_continues_without_repeating(
         "resumed",
         _rjob("w", 1, {"devcluster/log": first_text, "devcluster/never-finish": "true"}),
     )
-    submission = await run.submit(js, namespace=cluster_namespace, backend=backend)
+    started = await run.start(
+        RunRequest(jobset=js, namespace=cluster_namespace, backend=backend)  # type: ignore[arg-type]
+    )
+    submission = started.submission
     handle = submission.handle
     options = LogOptions(resume=True)
     before: list[LogLine] = []
@@ -159,7 +170,9 @@ async def test_a_follower_that_starts_again_continues_without_repeating(
     deadline = time.time() + 60
     while not five() and time.time() < deadline:
         verdict = await run.wait(
-            handle, deadline=time.time() + 3, logs=options, on_log=before.append
+            _waiting(cluster_namespace, backend, 3, options),
+            handle,
+            report=Reporter(log=before.append),
         )
         assert verdict.kind == "timeout", verdict
     assert [line.text for line in before] == [f"step {i}" for i in range(5)]
@@ -186,8 +199,10 @@ async def test_a_follower_that_starts_again_continues_without_repeating(
     after: list[LogLine] = []
     async with fresh_run(devcluster) as again:
         verdict = await again.wait(
-            handle, deadline=time.time() + 4, logs=options, on_log=after.append
+            _waiting(cluster_namespace, backend, 4, options),
+            handle,
+            report=Reporter(log=after.append),
         )
     assert verdict.kind == "timeout", verdict
     assert [line.text for line in after] == ["step 5", "step 6", "step 7"]
-    await run.delete(handle, wait=True, timeout=60)
+    await run.runs.delete(handle, wait=True, timeout=60)

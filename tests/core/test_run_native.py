@@ -24,7 +24,7 @@ from jobset_core import labels
 from jobset_core.backends._anchor import ANCHOR_LABEL
 from jobset_core.client import Client, ClientSettings
 from jobset_core.errors import CreationFailed, IdentityMismatch, JobSetGone, WaitTimeout
-from jobset_core.lifecycle import Run
+from jobset_core.lifecycle import Lifecycle, RunRequest
 from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
@@ -424,18 +424,13 @@ class TestOnCluster:
     ) -> None:
         script = (
             "import sys\n"
-            "from jobset_core.blocking import run\n"
-            "from jobset_core.client import Client, ClientSettings\n"
-            "from jobset_core.lifecycle import Run\n"
+            "from jobset_core.lifecycle import ClientSettings, RunRequest, blocking\n"
             "from jobset_core.models import JobSet\n"
-            "from jobset_core.observe import Observer\n"
             "js = JobSet.model_validate_json(sys.argv[2])\n"
-            "async def main():\n"
-            "    async with Client(ClientSettings(kubeconfig_path=sys.argv[1])) as client:\n"
-            "        await Run(Observer(client)).execute(\n"
-            "            js, namespace=sys.argv[3], identity={'run': 'r1'}, backend='native',\n"
-            "            cancel_on_kill=False)\n"
-            "run(main)\n"
+            "request = RunRequest(jobset=js, namespace=sys.argv[3], identity={'run': 'r1'},\n"
+            "                     backend='native', cancel_on_kill=False)\n"
+            "blocking(ClientSettings(kubeconfig_path=sys.argv[1]),\n"
+            "         lambda lifecycle: lifecycle.execute(request))\n"
         )
         js = manifest(
             "phoenix",
@@ -633,10 +628,11 @@ class TestOnCluster:
         settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
         async with Client(settings) as client:
             observer = Observer(client, scope="run")
-            run = Run(observer)
+            run = Lifecycle(observer)
             js = manifest("stale", crjob("w", never_finish="true"))
-            sub = await run.submit(js, namespace=cluster_namespace, backend="native")
-            target = run.backend("native").target(sub.handle, since="1")
+            request = RunRequest(jobset=js, namespace=cluster_namespace, backend="native")
+            sub = (await run.start(request)).submission
+            target = run.runs.backend("native").target(sub.handle, since="1")
             started = time.monotonic()
             async with observer.track(target) as tracked:
                 while not tracked.observation().synced or not tracked.observation().jobs:

@@ -15,9 +15,18 @@ from typing import Any
 import pytest
 
 from jobset_core import labels
-from jobset_core.client import Client, ClientSettings
+from jobset_core.client import Client
 from jobset_core.errors import PodsCannotStart
-from jobset_core.lifecycle import Finished, Run, WaitRules, error_for
+from jobset_core.lifecycle import (
+    ClientSettings,
+    Deadline,
+    Finished,
+    Lifecycle,
+    Reporter,
+    RunRequest,
+    error_for,
+    session,
+)
 from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import PODS_CANNOT_START, Progress
@@ -34,13 +43,9 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def run(devcluster: Any) -> AsyncIterator[Run]:
-    async with Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
-        observer = Observer(client, scope="run")
-        try:
-            yield Run(observer)
-        finally:
-            await observer.aclose()
+async def run(devcluster: Any) -> AsyncIterator[Lifecycle]:
+    async with session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as lifecycle:
+        yield lifecycle
 
 
 def jobset(
@@ -72,7 +77,7 @@ def jobset(
 
 
 async def execute(
-    run: Run,
+    run: Lifecycle,
     js: JobSet,
     namespace: str,
     backend: str,
@@ -83,15 +88,15 @@ async def execute(
 ) -> tuple[Finished, list[Progress], float]:
     said: list[Progress] = []
     started = time.time()
-    finished = await run.execute(
-        js,
+    request = RunRequest(
+        jobset=js,
         namespace=namespace,
-        backend=backend,
-        deadline=time.time() + timeout,
-        rules=WaitRules(pod_start=rules),
+        backend=backend,  # type: ignore[arg-type]
+        deadline=Deadline(timeout=timeout),
+        pod_start=rules,
         delete_policy=delete_policy,  # type: ignore[arg-type]
-        on_progress=said.append,
     )
+    finished = await run.execute(request, Reporter(progress=said.append))
     return finished, said, time.time() - started
 
 
@@ -101,7 +106,7 @@ def pods_of(devcluster: Any, namespace: str, name: str) -> list[Any]:
 
 
 async def test_a_wrong_image_fails_the_run_after_the_grace_period(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     js = jobset("badimage", notes={"devcluster/cannot-start": "ErrImagePull"}, replicas=2)
     finished, said, took = await execute(
@@ -134,7 +139,7 @@ async def test_a_wrong_image_fails_the_run_after_the_grace_period(
 
 
 async def test_a_missing_secret_with_grace_zero_fails_at_once_and_the_delete_policy_applies(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     secret_env = [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "absent", "key": "k"}}}]
     js = jobset(
@@ -153,7 +158,7 @@ async def test_a_missing_secret_with_grace_zero_fails_at_once_and_the_delete_pol
 
 
 async def test_a_crash_loop_fails_the_run_at_its_restart_count(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     js = jobset(
         "crashing",
@@ -183,7 +188,7 @@ async def test_a_crash_loop_fails_the_run_at_its_restart_count(
 
 
 async def test_an_unschedulable_pod_fails_after_the_pending_timeout(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     js = jobset("nowhere", pod_spec={"nodeSelector": {"devcluster/no-such-label": "x"}})
     finished, _, took = await execute(
@@ -198,7 +203,7 @@ async def test_an_unschedulable_pod_fails_after_the_pending_timeout(
 
 
 async def test_a_slow_start_is_not_a_failure(
-    run: Run, backend: str, cluster_namespace: str
+    run: Lifecycle, backend: str, cluster_namespace: str
 ) -> None:
     """ContainerCreating (a big image being pulled) never counts, even with grace 0."""
     js = jobset("slowpull", notes={"devcluster/start-seconds": "4"})
@@ -211,12 +216,13 @@ async def test_a_slow_start_is_not_a_failure(
 
 
 async def test_a_waiter_that_comes_late_dates_the_failure_from_the_kubelets_events(
-    run: Run, backend: str, devcluster: Any, cluster_namespace: str
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
     """A triggerer that restarted, a sensor's new poke: the grace period counts from when the
     pods began to fail, not from when this waiter first looked."""
     js = jobset("late", notes={"devcluster/cannot-start": "InvalidImageName"})
-    submission = await run.submit(js, namespace=cluster_namespace, backend=backend)
+    request = RunRequest(jobset=js, namespace=cluster_namespace, backend=backend)  # type: ignore[arg-type]
+    submission = (await run.start(request)).submission
     devcluster.wait_for(
         lambda: any(
             (p.status.container_statuses or [None])[0] is not None
@@ -232,11 +238,11 @@ async def test_a_waiter_that_comes_late_dates_the_failure_from_the_kubelets_even
         observer = Observer(client, scope="run")
         try:
             started = time.time()
-            verdict = await Run(observer).wait(
-                submission.handle,
-                deadline=time.time() + 60,
-                rules=WaitRules(pod_start=PodStartRules(grace=5)),
+            waiting = request.but(
+                deadline=Deadline(timeout=60).begin(time.time()),
+                pod_start=PodStartRules(grace=5),
             )
+            verdict = await Lifecycle(observer).wait(waiting, submission.handle)
         finally:
             await observer.aclose()
     assert verdict.pods_cannot_start, verdict

@@ -10,7 +10,7 @@ import pytest
 
 from jobset_core import labels
 from jobset_core.client import Client, ClientSettings
-from jobset_core.lifecycle import Run
+from jobset_core.lifecycle import Lifecycle, RunRequest
 from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.workload import WORKLOAD_ENV
@@ -57,10 +57,14 @@ async def test_the_child_jobs_carry_the_variables(
     async with Client(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as client:
         observer = Observer(client, scope="run")
         try:
-            run = Run(observer)
-            submission = await run.submit(
-                _jobset(name), namespace=cluster_namespace, backend=backend, inject_env=inject
+            run = Lifecycle(observer)
+            request = RunRequest(
+                jobset=_jobset(name),
+                namespace=cluster_namespace,
+                backend=backend,  # type: ignore[arg-type]
+                inject_env=inject,
             )
+            submission = (await run.start(request)).submission
             jobs = _jobs(devcluster, cluster_namespace, name, 2)
             assert len(jobs) == 2
             for job in jobs:
@@ -70,6 +74,6 @@ async def test_the_child_jobs_carry_the_variables(
                 if inject:
                     refs = {e.name: e.value_from.field_ref.field_path for e in container.env[:5]}
                     assert refs == dict(WORKLOAD_ENV)
-            await run.delete(submission.handle, wait=True, timeout=60)
+            await run.runs.delete(submission.handle, wait=True, timeout=60)
         finally:
             await observer.aclose()

@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from jobset_core.client import Client, ClientSettings
 from jobset_core.errors import JobSetFailed, WaitTimeout
-from jobset_core.lifecycle import Run
+from jobset_core.lifecycle import ClientSettings, Deadline, Lifecycle, RunRequest, session
 from jobset_core.models import load_jobset
-from jobset_core.observe import Observer
 from kfp_components._identity import kfp_identity
-from kfp_components._launch import LaunchRequest, LaunchResult, launch
+from kfp_components._launch import LaunchResult, launch
 from tests.kfp.conftest import make_jobset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kfp]
@@ -33,13 +31,15 @@ FOREVER = {"devcluster/never-finish": "true"}
 
 
 @asynccontextmanager
-async def lifecycle(kubeconfig: Path) -> AsyncIterator[Run]:
-    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
-        observer = Observer(client, scope="run")
-        try:
-            yield Run(observer)
-        finally:
-            await observer.aclose()
+async def lifecycle(kubeconfig: Path) -> AsyncIterator[Lifecycle]:
+    async with session(ClientSettings(kubeconfig_path=str(kubeconfig))) as made:
+        yield made
+
+
+def launch_request(*, timeout: float | None = None, **fields: Any) -> RunRequest:
+    """The request ``launch_step`` builds (its defaults: delete on timeout, 30 log lines)."""
+    fields.setdefault("delete_policy", "on_timeout")
+    return RunRequest(deadline=Deadline(timeout=timeout), failed_pod_log_lines=30, **fields)
 
 
 async def run_step(
@@ -50,7 +50,7 @@ async def run_step(
     jobset = load_jobset(make_jobset("train", annotations=annotations))
     async with lifecycle(kubeconfig) as run:
         result = await launch(
-            LaunchRequest(jobset=jobset, namespace=namespace, identity=identity, **request),
+            launch_request(jobset=jobset, namespace=namespace, identity=identity, **request),
             run,
             say=said.append,
         )
@@ -173,7 +173,7 @@ async def test_unreadable_logs_do_not_hide_the_failure(
     async with lifecycle(kubeconfig) as run:
         with pytest.raises(JobSetFailed):
             await launch(
-                LaunchRequest(
+                launch_request(
                     jobset=jobset,
                     namespace=cluster_namespace,
                     identity=kfp_identity("r", "train", "1"),

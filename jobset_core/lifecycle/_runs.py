@@ -1,0 +1,268 @@
+"""What the lifecycle does with runs as they stand on a cluster, beside one run's wait: find
+them, look at them, delete them, suspend or resume them, read their logs.
+
+:class:`Runs` is reached as :attr:`Lifecycle.runs <jobset_core.lifecycle.Lifecycle.runs>`;
+sensors, ``jobsetctl status|delete|logs``, the KFP cleanup and the lifecycle itself (a stale
+run deleted before a new try) use it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from jobset_core import identity as ident
+from jobset_core.backends import (
+    BackendChoice,
+    BackendProtocol,
+    Handle,
+    Pass,
+    Submission,
+    kinds_for,
+    locate,
+    make_backend,
+)
+from jobset_core.errors import JobSetGone, WaitTimeout
+from jobset_core.lifecycle._judge import Judge, WaitRules, head_jobset, run_result
+from jobset_core.lifecycle._logs import Follower, LogOptions, LogSink, LogTarget, read_log
+from jobset_core.lifecycle._wait import until
+from jobset_core.lifecycle.verdict import Verdict
+from jobset_core.models import JobSetStatus
+from jobset_core.observe import Observation, Observer
+from jobset_core.outcome import Backend, Outcome
+from jobset_core.policy import outcome as outcome_rules
+from jobset_core.resources import JOB
+
+if TYPE_CHECKING:
+    from jobset_core.client import Client
+
+__all__ = ["Backends", "Runs"]
+
+#: How long a delete that must leave nothing behind waits for it (seconds).
+GONE_TIMEOUT = 120.0
+#: How often a run that looks gone is confirmed by a look at everything (seconds).
+_GONE_CONFIRM = 2.0
+
+
+class Backends:
+    """The backends of one client, one instance per kind, with their options."""
+
+    def __init__(self, client: Client, options: Mapping[str, Any]) -> None:
+        self.client = client
+        self._options = dict(options)
+        self._made: dict[Backend, BackendProtocol] = {}
+
+    def __call__(self, kind: Backend) -> BackendProtocol:
+        """The backend ``kind``."""
+        found = self._made.get(kind)
+        if found is None:
+            found = self._made[kind] = make_backend(self.client, kind, **self._options)
+        return found
+
+    async def chosen(self, choice: str) -> BackendProtocol:
+        """The backend a choice stands for (``auto``: one discovery request)."""
+        return self((await kinds_for(self.client, choice))[0])
+
+    async def located(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        choice: str,
+        uid: str | None,
+        identity: Mapping[str, str] | None,
+    ) -> Submission:
+        found, submission = await locate(
+            self.client,
+            name,
+            namespace=namespace,
+            choice=choice,
+            uid=uid,
+            identity=identity,
+            **self._options,
+        )
+        self._made.setdefault(found.kind, found)
+        return submission
+
+
+class Runs:
+    """Runs on one cluster through one observer, as they stand.
+
+    Args:
+        observer: The observer (its client is the one the runs are reached through).
+        backends: The backends of that client.
+    """
+
+    def __init__(self, observer: Observer, backends: Backends) -> None:
+        self.observer = observer
+        self.client: Client = observer.client
+        self.backend = backends
+
+    async def jobset_api_served(self) -> bool:
+        """Whether the cluster serves ``jobset.x-k8s.io/v1alpha2`` (``auto`` means the
+        controller backend there)."""
+        return await self.client.jobset_api_served()
+
+    async def locate(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        backend: BackendChoice | str = "auto",
+        uid: str | None = None,
+        identity: Mapping[str, str] | None = None,
+    ) -> Submission:
+        """Find an existing run (``auto``: the JobSet, else a native anchor of that name).
+
+        Raises:
+            NotFound: there is none.
+            IdentityMismatch: it does not match ``uid`` / ``identity``.
+        """
+        return await self.backend.located(
+            name, namespace=namespace, choice=backend, uid=uid, identity=identity
+        )
+
+    async def find(
+        self, *, namespace: str, label_selector: Any, backend: BackendChoice | str = "auto"
+    ) -> list[Submission]:
+        """Every run in ``namespace`` whose labels match (``auto``: JobSets where the API is
+        served, and native runs), by name."""
+        found: list[Submission] = []
+        for kind in await kinds_for(self.client, backend):
+            found.extend(
+                await self.backend(kind).find(namespace=namespace, label_selector=label_selector)
+            )
+        return sorted(found, key=lambda s: s.handle.name)
+
+    async def status(self, handle: Handle) -> tuple[Outcome, JobSetStatus]:
+        """The run as it stands (one look, no watch): its outcome (with the result once it
+        finished) and its status in the JobSet status shape.
+
+        Raises:
+            JobSetGone: the run does not exist (or is a namesake with another UID).
+        """
+        outcome, _, status = await self._look(handle, None)
+        return outcome, status
+
+    async def look(
+        self, handle: Handle, rules: WaitRules | None = None
+    ) -> tuple[Outcome, Verdict | None]:
+        """One look at the run (no watch): its outcome, and the verdict a wait with ``rules``
+        would give right now (``None`` while it would go on waiting).
+
+        Raises:
+            JobSetGone: the run does not exist (or is a namesake with another UID).
+        """
+        outcome, verdict, _ = await self._look(handle, rules)
+        return outcome, verdict
+
+    async def _look(
+        self, handle: Handle, rules: WaitRules | None
+    ) -> tuple[Outcome, Verdict | None, JobSetStatus]:
+        backend = self.backend(handle.backend)
+        observation = await self.observer.snapshot(backend.target(handle))
+        verdict = Judge(handle, rules).step(observation, time.time()).verdict
+        if verdict is not None and verdict.kind == "gone":
+            raise JobSetGone(verdict)
+        jobset = head_jobset(handle, observation)
+        assert jobset is not None
+        outcome = outcome_rules.build_outcome(jobset, handle.backend)
+        if verdict is not None and verdict.pods_cannot_start and verdict.outcome is not None:
+            outcome = verdict.outcome  # failed, although its JobSet is not (yet)
+        elif outcome.phase.terminal:
+            outcome = outcome.model_copy(update={"result": run_result(jobset, observation.pods)})
+        return outcome, verdict, backend.status_of(observation)
+
+    async def child_jobs(self, handle: Handle) -> list[Mapping[str, Any]]:
+        """The run's child Jobs as they stand (one list; not a namesake's)."""
+        selector = ident.jobset_selector(handle.name, handle.uid or None)
+        found = await self.client.list(JOB, namespace=handle.namespace, label_selector=selector)
+        return list(found.items)
+
+    # ------------------------------------------------------------------ control
+
+    async def cancel(self, handle: Handle) -> None:
+        """One quick DELETE of the run (foreground; everything it created follows)."""
+        await self.backend(handle.backend).cancel(handle)
+
+    async def delete(
+        self, handle: Handle, *, wait: bool = False, timeout: float | None = GONE_TIMEOUT
+    ) -> None:
+        """Delete the run; with ``wait``, until nothing of it is left.
+
+        Raises:
+            WaitTimeout: something was still there after ``timeout`` seconds.
+        """
+        await self.cancel(handle)
+        if wait:
+            await self.wait_gone(handle, timeout)
+
+    async def wait_gone(self, handle: Handle, timeout: float | None) -> None:
+        """Until nothing of the run is left: watched through the observer, then confirmed by
+        one look at everything (the Service included).
+
+        Raises:
+            WaitTimeout: something was still there after ``timeout`` seconds.
+        """
+        backend = self.backend(handle.backend)
+        ends = None if timeout is None else time.monotonic() + timeout
+
+        def empty(seen: Observation) -> bool | None:
+            head = seen.anchor if handle.backend == "native" else seen.jobset
+            ours = head is not None and (head.get("metadata") or {}).get("uid") == handle.uid
+            return (seen.synced and not ours and not seen.jobs and not seen.pods) or None
+
+        async with self.observer.track(backend.target(handle)) as tracked:
+            while True:
+                left = None if ends is None else max(0.0, ends - time.monotonic())
+                if await until(tracked, empty, left) and not await backend.leftovers(handle):
+                    return
+                if ends is not None and time.monotonic() >= ends:
+                    raise WaitTimeout(_still_there(handle, timeout or 0.0))
+                await tracked.changed(_GONE_CONFIRM)  # a Service goes without an event here
+
+    async def set_suspend(self, handle: Handle, suspend: bool) -> None:
+        """Suspend (``True``) or resume the run. A native run is driven once, so its Jobs
+        follow at once (a waiting process would follow too)."""
+        backend = self.backend(handle.backend)
+        await backend.set_suspend(handle, suspend)
+        if handle.backend == "native":
+            await self.drive_once(backend, handle)
+
+    async def drive_once(self, backend: BackendProtocol, handle: Handle) -> None:
+        """Drive a native run until a pass does nothing (once its objects were listed)."""
+        async with self.observer.track(backend.target(handle)) as tracked:
+            await until(tracked, lambda seen: seen.synced or None, None)
+            moved = Pass(acted=True)
+            while moved.acted:
+                moved = await backend.drive(
+                    handle, tracked.observation(), create=True, remember=tracked.remember
+                )
+
+    async def read_log(
+        self, handle: Handle, target: LogTarget, *, follow: bool, sink: LogSink
+    ) -> None:
+        """One pod's log into ``sink``: as it is now, or (``follow``) as it is written until
+        its container ends (waiting for the pod to start).
+
+        Raises:
+            NotFound: the run has no such pod (without ``follow``).
+        """
+        backend = self.backend(handle.backend)
+        if follow:
+            options = LogOptions(target=target, max_bytes_per_second=None, max_bytes=None)
+            async with self.observer.track(backend.target(handle)) as tracked:
+                await Follower(self.client, tracked, handle, options, sink, once=True).run()
+            return
+        observation = await self.observer.snapshot(backend.target(handle))
+        jobset = None if target.replicated_job else head_jobset(handle, observation)
+        await read_log(
+            self.client, handle, pods=observation.pods, jobset=jobset, target=target, sink=sink
+        )
+
+
+def _still_there(handle: Handle, timeout: float) -> Verdict:
+    verdict = Judge(handle).timeout(timeout)
+    message = f"JobSet {handle.namespace}/{handle.name} was still being deleted after {timeout:g}s"
+    return verdict.model_copy(update={"message": message})

@@ -1,0 +1,78 @@
+"""The one door: a session on a cluster yields the lifecycle.
+
+:func:`session` is what every asynchronous way in opens (a trigger with ``shared=True``: all
+triggers of a triggerer share one client and observer per cluster); :func:`blocking` is the
+same for synchronous callers (a worker, a sensor's poke, ``jobsetctl``, a KFP step), on an
+event loop of their own for the duration of the call. The client is imported on first use,
+never by importing this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jobset_core.blocking import run
+from jobset_core.lifecycle._lifecycle import Lifecycle
+from jobset_core.observe import Observer, shared_observer
+
+if TYPE_CHECKING:
+    from jobset_core.client.config import ClientSettings
+
+__all__ = ["blocking", "session"]
+
+T = TypeVar("T")
+
+
+@asynccontextmanager
+async def session(
+    settings: ClientSettings,
+    *,
+    shared: bool = False,
+    validate: bool = True,
+    feature_gates: Mapping[str, bool] | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Lifecycle]:
+    """The lifecycle on the cluster ``settings`` name, for the duration of the block.
+
+    Args:
+        settings: Where to connect.
+        shared: Share the client and observer of this event loop with every other shared
+            session on the same cluster (informers per kind, cluster-wide or per namespace
+            as the identity allows): what a triggerer's triggers do. Otherwise the session
+            has its own client and observer, watching only its runs.
+        validate: Check every JobSet before creating anything.
+        feature_gates: The controller's feature gates, for validation.
+        backend_options: More options for the backends (e.g. the native ``placement``).
+    """
+    options: dict[str, Any] = {
+        "validate": validate,
+        "feature_gates": feature_gates,
+        "backend_options": backend_options,
+    }
+    if shared:
+        async with shared_observer(settings) as observer:
+            yield Lifecycle(observer, **options)
+        return
+    from jobset_core.client import Client
+
+    async with Client(settings) as client:
+        observer = Observer(client, scope="run")
+        try:
+            yield Lifecycle(observer, **options)
+        finally:
+            await observer.aclose()
+
+
+def blocking(
+    settings: ClientSettings, work: Callable[[Lifecycle], Awaitable[T]], **options: Any
+) -> T:
+    """Run ``work`` on a session of its own, here and now, and return what it returns (or
+    raise its error); ``options`` as for :func:`session`."""
+
+    async def main() -> T:
+        async with session(settings, **options) as lifecycle:
+            return await work(lifecycle)
+
+    return run(main)

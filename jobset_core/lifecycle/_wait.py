@@ -1,0 +1,320 @@
+"""One run's wait: watch it through the observer, drive it (native), judge it, until its verdict.
+
+:func:`until` is the one waiting primitive: it waits on a tracked run until a condition over
+its observation holds or the time is up. Every loop of the lifecycle is written with it (the
+wait for a verdict, the Events that explain pods that cannot start, the result's pod, a run
+that must be gone, a native run's first sync).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jobset_core import identity as ident
+from jobset_core import pods as podread
+from jobset_core.backends import BackendProtocol, Handle, Pass, Submission
+from jobset_core.errors import JobSetError, ServerError, TooManyRequests, Unreachable
+from jobset_core.lifecycle._judge import Judge, Step, WaitRules, head_jobset, result_note
+from jobset_core.lifecycle._judge import run_result as result_of
+from jobset_core.lifecycle._logs import (
+    FollowControl,
+    Follower,
+    LogOptions,
+    LogSink,
+    RunCursorStore,
+    run_follower,
+    stop_follower,
+)
+from jobset_core.lifecycle.verdict import Verdict
+from jobset_core.observe import Observation, Observer, Target, Tracked, backoff
+from jobset_core.outcome import Progress
+from jobset_core.resources import POD
+
+if TYPE_CHECKING:
+    from jobset_core.client import Client
+
+__all__ = ["Waiting", "until", "watch_run"]
+
+T = TypeVar("T")
+ProgressCallback = Callable[[Progress], None]
+
+_TRANSIENT = (Unreachable, ServerError, TooManyRequests)
+#: After the verdict, how long a log follower may go on to drain its stream (seconds).
+LOG_DRAIN_SECONDS = 10.0
+#: How long a finished run's waiter gives the observer to see the result's pod end (seconds).
+RESULT_GRACE = 15.0
+#: How long a run whose pods cannot start waits for the kubelet's Events about the pod to
+#: reach the observer, so its message can quote them (seconds; they come with the status).
+EVENTS_GRACE = 2.0
+#: Judge a little after a grace period ends rather than a little before (seconds).
+_RECHECK_SLACK = 0.05
+
+
+async def until(
+    tracked: Tracked, condition: Callable[[Observation], T | None], timeout: float | None
+) -> T | None:
+    """Wait until ``condition`` of the run's observation gives a value (returned), or
+    ``timeout`` seconds passed (``None``; ``timeout=None``: no limit). The condition is
+    asked at once, then after every change."""
+    ends = None if timeout is None else time.monotonic() + timeout
+    while True:
+        found = condition(tracked.observation())
+        if found is not None:
+            return found
+        left = None if ends is None else ends - time.monotonic()
+        if left is not None and left <= 0:
+            return None
+        await tracked.changed(left)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What one wait needs besides the run: its rules, deadline and listeners.
+
+    Attributes:
+        rules: What to wait for.
+        deadline: Epoch seconds after which the verdict is ``timeout`` (``None``: none).
+        logs: Follow these pods' logs meanwhile (into ``on_log``).
+        on_log: Where log lines go.
+        on_progress: Called with each progress event.
+        submission: The submit that made the run, when this process made it (its answer
+            seeds the observer: no extra request for the first status).
+    """
+
+    rules: WaitRules
+    deadline: float | None = None
+    logs: LogOptions | None = None
+    on_log: LogSink | None = None
+    on_progress: ProgressCallback | None = None
+    submission: Submission | None = None
+
+
+async def watch_run(
+    observer: Observer, backend: BackendProtocol, handle: Handle, waiting: Waiting
+) -> Verdict:
+    """Watch the run until its verdict (following its logs meanwhile, when asked)."""
+    judge = Judge(handle, waiting.rules)
+    started = time.monotonic()
+    submission = waiting.submission
+    since = submission.since if submission is not None else None
+    seeds = [submission.obj] if submission is not None and submission.obj else []
+    target = backend.target(handle, since=since, seeds=seeds)
+    async with observer.track(target) as tracked:
+        follower, control = None, FollowControl()
+        if waiting.logs is not None and waiting.on_log is not None:
+            follower = asyncio.create_task(
+                _follow(
+                    observer, target, handle, waiting.logs, sink=waiting.on_log, control=control
+                )
+            )
+        try:
+            verdict = await _Watch(observer.client, backend, tracked, judge, waiting).run()
+        finally:
+            if follower is not None:
+                await stop_follower(follower, control, LOG_DRAIN_SECONDS)
+    return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
+
+
+async def _follow(
+    observer: Observer,
+    target: Target,
+    handle: Handle,
+    logs: LogOptions,
+    *,
+    sink: LogSink,
+    control: FollowControl,
+) -> None:
+    client = observer.client
+    store = RunCursorStore(client, handle) if logs.resume else None
+    async with observer.track(target) as tracked:
+        follower = Follower(client, tracked, handle, logs, sink, control=control, store=store)
+        await run_follower(follower)
+
+
+class _Watch:
+    """The loop of one wait: drive (native), judge, wait for a change or a recheck."""
+
+    def __init__(
+        self,
+        client: Client,
+        backend: BackendProtocol,
+        tracked: Tracked,
+        judge: Judge,
+        waiting: Waiting,
+    ) -> None:
+        self.client, self.backend, self.handle = client, backend, judge.handle
+        self.tracked, self.judge, self.waiting = tracked, judge, waiting
+        submission = waiting.submission
+        self._refused = submission.refused if submission is not None else None
+        self._failures = 0
+
+    def _report(self, progress: Progress | None) -> None:
+        if progress is not None and self.waiting.on_progress is not None:
+            self.waiting.on_progress(progress)
+
+    async def _drive(self, observation: Observation) -> Pass | None:
+        """One drive of the run (``None``: the API server is away; try again later)."""
+        if self._refused is not None:  # the submit's first pass met it already
+            moved, self._refused = Pass(failure=self._refused), None
+            return moved
+        try:
+            moved = await self.backend.drive(
+                self.handle, observation, create=True, remember=self.tracked.remember
+            )
+        except _TRANSIENT:
+            # The informers reconnect on their own: drive again after a backoff, or sooner
+            # when something changes.
+            self._failures += 1
+            await self.tracked.changed(backoff(self._failures, random.random()))
+            return None
+        self._failures = 0
+        return moved
+
+    async def run(self) -> Verdict:
+        started = time.monotonic()
+        tracked, judge = self.tracked, self.judge
+        while True:
+            problem = tracked.problem()
+            if problem is not None:
+                raise problem
+            observation = tracked.observation()
+            if observation.synced:
+                judge.prime(observation)
+            moved = await self._drive(observation)
+            if moved is None:
+                continue
+            if moved.failure is not None:
+                progress, verdict = judge.creation_failed(*moved.failure)
+                self._report(progress)
+                return verdict
+            if moved.restarted and judge.rules.on_restart == "return":
+                # Record the restart (delete the attempt's Jobs) but leave the next attempt
+                # to the next wait: the caller hands the restart back first.
+                await self.backend.drive(
+                    self.handle, tracked.observation(), create=False, remember=tracked.remember
+                )
+            now = time.time()
+            step = judge.step(observation if moved.deleted else tracked.observation(), now)
+            for progress in step.reports:
+                self._report(progress)
+            if step.verdict is not None and not _cleaning_up(self.handle, step.verdict, moved):
+                return await self._settle(step, moved)
+            if moved.acted:
+                continue  # what the pass wrote is observed already: plan the next one
+            deadline = self.waiting.deadline
+            remaining = None if deadline is None else deadline - now
+            if remaining is not None and remaining <= 0:
+                return judge.timeout(time.monotonic() - started)
+            await tracked.changed(_until_next(remaining, step.recheck_at, now))
+
+    async def _settle(self, step: Step, moved: Pass) -> Verdict:
+        """The verdict, once its result is certain and a short TTL (native) was applied (or,
+        for pods that cannot start, once the pod's Events are there to quote)."""
+        verdict = step.verdict
+        assert verdict is not None
+        if verdict.pods_cannot_start:
+            return await self._with_events(verdict)
+        if verdict.kind not in ("completed", "failed"):
+            return verdict
+        verdict = await self._with_result(verdict)
+        if moved.linger is not None and not moved.deleted:
+            deadline = self.waiting.deadline
+            left = None if deadline is None else deadline - time.time()
+            if left is None or moved.linger < left:
+                await asyncio.sleep(moved.linger)
+                await self.backend.drive(
+                    self.handle,
+                    self.tracked.observation(),
+                    create=True,
+                    remember=self.tracked.remember,
+                )
+        return verdict
+
+    async def _with_events(self, verdict: Verdict) -> Verdict:
+        """A pod that cannot start is decided on its status; the kubelet's Events about it
+        come through another watch: give them a moment, then judge again for the message."""
+        judge = self.judge
+        latest = [verdict]
+
+        def quoted(observation: Observation) -> Verdict | None:
+            failure = judge.start_failure
+            if failure is None or failure.events:
+                return latest[-1]
+            again = judge.step(observation, time.time()).verdict
+            if again is None or not again.pods_cannot_start:
+                return latest[-1]  # it moved on: the words it had stand
+            latest.append(again)
+            failure = judge.start_failure
+            return again if failure is None or failure.events else None
+
+        found = await until(self.tracked, quoted, EVENTS_GRACE)
+        return found if found is not None else latest[-1]
+
+    async def _with_result(self, verdict: Verdict) -> Verdict:
+        """The result from the pods the observer holds. When the result's pod has not been
+        seen to end yet (its watch event may trail the JobSet's, or its informer may be
+        reconnecting), wait a little for the observer to catch up, then list once."""
+        outcome = verdict.outcome
+        jobset = head_jobset(self.handle, self.tracked.observation())
+        if outcome is None or jobset is None or outcome.result is not None:
+            return verdict
+        ref = podread.log_pod_target(jobset)
+        if ref is None:
+            return verdict
+
+        def ended(observation: Observation) -> Sequence[Mapping[str, Any]] | None:
+            pod = podread.choose_log_pod(observation.pods, ref)
+            return observation.pods if pod is not None and _ended(pod) else None
+
+        pods = await until(self.tracked, ended, RESULT_GRACE)
+        if pods is None:
+            pods = await self._listed_pods()
+        result = result_of(jobset, pods)
+        if result is None:
+            return verdict
+        return verdict.model_copy(
+            update={
+                "outcome": outcome.model_copy(update={"result": result}),
+                "message": verdict.message + result_note(jobset, pods),
+            }
+        )
+
+    async def _listed_pods(self) -> Sequence[Mapping[str, Any]]:
+        handle = self.handle
+        selector = ident.jobset_selector(handle.name, handle.uid or None)
+        try:
+            pods = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
+        except JobSetError:
+            return []  # the verdict stands; only its result is unknown
+        return pods.items
+
+
+def _cleaning_up(handle: Handle, verdict: Verdict, moved: Pass) -> bool:
+    """A native run that just ended still has a pass to make (upstream's finishing stage:
+    unfinished Jobs deleted) before its waiter may leave."""
+    terminal = verdict.kind in ("completed", "failed") and not verdict.pods_cannot_start
+    return handle.backend == "native" and terminal and moved.acted and not moved.finished
+
+
+def _until_next(remaining: float | None, recheck_at: float | None, now: float) -> float | None:
+    """How long to wait for a change: until the deadline, or until a pod's grace period ends
+    (a verdict may come then without anything changing)."""
+    if recheck_at is None:
+        return remaining
+    recheck = max(recheck_at - now, 0.0) + _RECHECK_SLACK
+    return recheck if remaining is None else min(remaining, recheck)
+
+
+def _ended(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return True
+    return any(
+        (s.get("state") or {}).get("terminated") is not None
+        for s in status.get("containerStatuses") or []
+    )
