@@ -20,25 +20,24 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import time
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_jobset import _decisions
-from airflow_provider_jobset._arguments import (
-    CONNECTION_FIELDS,
-    check_operator_arguments,
-    check_rendered,
-    checked,
-)
+from airflow_provider_jobset._arguments import CONNECTION_FIELDS, check_rendered
 from airflow_provider_jobset._compat import (
-    AIRFLOW_V_3_3_PLUS,
     AirflowFailException,
     BaseOperator,
     default_deferrable,
     task_state_store,
 )
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
+from airflow_provider_jobset._request import (
+    JobSetRetriesWarning,
+    default_retry_policy,
+    operator_deadline,
+    operator_request,
+    task_defaults,
+)
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
@@ -47,7 +46,6 @@ from jobset_core.errors import JobSetGone, SpecError
 from jobset_core.lifecycle import (
     DEFAULT_GRACE,
     BackendChoice,
-    Deadline,
     DeletePolicy,
     Finished,
     Handle,
@@ -74,51 +72,6 @@ STATE_KEY = "jobset"
 XCOM_OUTCOME = "jobset_outcome"
 XCOM_BACKEND = "jobset_backend"
 _DEFER_GRACE = _dt.timedelta(seconds=60)
-
-
-class JobSetRetriesWarning(UserWarning):
-    """``retries`` cannot mirror the JobSet's ``failurePolicy.maxRestarts``."""
-
-
-def default_retry_policy() -> Any:
-    """Airflow 3.3's retry policy for JobSet tasks: retry a restart at once, never retry a
-    terminal failure, the default for anything else (``None`` before 3.3)."""
-    if not AIRFLOW_V_3_3_PLUS:
-        return None
-    from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
-
-    return ExceptionRetryPolicy(
-        rules=[
-            RetryRule(
-                exception="jobset_core.errors.JobSetRestarting",
-                action=RetryAction.RETRY,
-                retry_delay=_dt.timedelta(seconds=1),
-                reason="the JobSet restarted: the next try continues with it",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.PodsCannotStart",
-                action=RetryAction.FAIL,
-                reason="the JobSet's pods cannot start: a new try would meet the same problem",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.JobSetFailed",
-                action=RetryAction.FAIL,
-                reason="the JobSet failed for good",
-            ),
-        ]
-    )
-
-
-def _parse_time_source(source: Any) -> JobSet | None:
-    """The JobSet when it can be read at DAG-parse time (no template, no file)."""
-    if isinstance(source, JobSet):
-        return source
-    if isinstance(source, str) and ("{{" in source or "{%" in source or "\n" not in source):
-        return None
-    try:
-        return load_jobset(source)
-    except (SpecError, OSError, ValueError):
-        return None
 
 
 class JobSetOperator(BaseOperator):
@@ -223,61 +176,12 @@ class JobSetOperator(BaseOperator):
         retries: int | None = None,
         **kwargs: Any,
     ) -> None:
-        owner = "JobSetOperator"
-        connection = {
-            "kubernetes_conn_id": kubernetes_conn_id,
-            "config_file": config_file,
-            "cluster_context": cluster_context,
-            "in_cluster": in_cluster,
-        }
-        checked(
-            owner,
-            check_operator_arguments,
-            jobset=jobset,
-            namespace=namespace,
-            name=name,
-            deferrable=deferrable,
-            timeout=timeout,
-            stream_logs=stream_logs,
-            link_template=link_template,
-            delete_on_kill=delete_on_kill,
-            retries=retries,
-            **connection,
-        )
-        #: What every try asks of the core, but for the JobSet, where and when (the shared
-        #: arguments are checked here, by the core's checks).
-        self.request: RunRequest = checked(
-            owner,
-            _request_template,
-            backend=backend,
-            delete_policy=delete_policy,
-            delete_on_kill=delete_on_kill,
-            failed_pod_log_lines=failed_pod_log_lines,
-            inject_env=inject_env,
-            pod_start={
-                "start_grace": start_grace,
-                "pending_timeout": pending_timeout,
-                "crash_loop_restarts": crash_loop_restarts,
-            },
-            logs={
-                "log_pods": log_pods,
-                "log_container": log_container,
-                "log_max_pods": log_max_pods,
-                "log_max_bytes_per_second": log_max_bytes_per_second,
-                "log_max_bytes": log_max_bytes,
-                "log_replicated_job": log_replicated_job,
-                "log_job_index": log_job_index,
-                "log_pod_index": log_pod_index,
-            },
-            stream_logs=stream_logs,
-        )
-        plan = _decisions.plan_retries(_planned_restarts(jobset), retries)
-        if plan.problem:
-            warnings.warn(plan.problem, JobSetRetriesWarning, stacklevel=2)
-        if plan.retries is not None:
-            kwargs["retries"] = plan.retries
-        if AIRFLOW_V_3_3_PLUS and kwargs.get("retry_policy") is None:
-            kwargs["retry_policy"] = default_retry_policy()
+        arguments = {k: v for k, v in locals().items() if k not in ("self", "kwargs")}
+        arguments.pop("__class__", None)
+        #: What every try asks of the core, but for the JobSet, where and when (every
+        #: argument checked here: the shared ones by the core's checks).
+        self.request: RunRequest = operator_request(arguments)
+        kwargs.update(task_defaults(jobset, retries, kwargs))
         super().__init__(**kwargs)
         self.jobset = jobset
         self.namespace = namespace
@@ -396,7 +300,7 @@ class JobSetOperator(BaseOperator):
         request = self.build_request(identity, namespace)
         adopt_uid, stale = self._record(store, request.run_name)
         request = request.but(
-            deadline=_deadline(
+            deadline=operator_deadline(
                 self.timeout, self.execution_timeout, getattr(ti, "start_date", None)
             ),
             adopt_uid=adopt_uid,
@@ -579,53 +483,6 @@ class JobSetOperator(BaseOperator):
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
-
-
-def _request_template(
-    *,
-    backend: Any,
-    delete_policy: Any,
-    delete_on_kill: bool,
-    failed_pod_log_lines: Any,
-    inject_env: Any,
-    pod_start: Mapping[str, Any],
-    logs: Mapping[str, Any],
-    stream_logs: bool,
-) -> RunRequest:
-    """What every try of an operator asks of the core (checked by the core's checks)."""
-    followed = core.log_options(**logs)  # checked even when not followed
-    return RunRequest(
-        backend=backend,
-        on_restart="return",  # each restart ends a try; the next one continues the run
-        pod_start=core.pod_start_rules(**pod_start),
-        delete_policy=delete_policy,
-        cancel_on_kill=delete_on_kill,
-        logs=followed if stream_logs else None,
-        failed_pod_log_lines=failed_pod_log_lines,
-        inject_env=inject_env,
-        wait_gone=True,  # a retry must never meet this run being deleted
-    )
-
-
-def _deadline(
-    timeout: _dt.timedelta | None,
-    execution_timeout: _dt.timedelta | None,
-    started: _dt.datetime | None,
-) -> Deadline:
-    """The try's limits: ``timeout`` from the run's start, and ``execution_timeout`` from the
-    task's start (``started``, else now), whichever ends first."""
-    not_after = None
-    if execution_timeout is not None:
-        begun = started or _dt.datetime.now(_dt.timezone.utc)
-        not_after = (begun + execution_timeout).timestamp()
-    return Deadline(
-        timeout=timeout.total_seconds() if timeout is not None else None, not_after=not_after
-    )
-
-
-def _planned_restarts(source: Any) -> int | None:
-    parsed = _parse_time_source(source)
-    return _decisions.max_restarts(parsed) if parsed is not None else None
 
 
 def run_handle(verdict: Verdict) -> Handle:

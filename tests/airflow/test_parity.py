@@ -44,6 +44,8 @@ import yaml
 
 from jobset_core import labels
 from tests.airflow._harness import AirflowProcesses, airflow_processes
+from tests.cluster import devcluster_auth
+from tests.cluster.faultproxy import FaultProxy
 
 # alone: it times the ways against each other (2 s), which other tests' load would blur.
 pytestmark = [
@@ -1042,17 +1044,33 @@ def parity_airflow(
                 spec=client.V1ResourceQuotaSpec(hard=scenario.quota),
             )
             devcluster.core.create_namespaced_resource_quota(namespaces[scenario.id], quota)
+    namespaces[ERROR_MID_WAIT.id] = devcluster.create_namespace("par-errwait")
     kubeconfig = str(devcluster.kubeconfig)
     conn = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig}})
-    dags = {f"parity_{s.id}": deferrable_dag(s, namespaces[s.id]) for s in SCENARIOS}
-    extra = {"AIRFLOW_CONN_KUBERNETES_DEFAULT": conn, "KUBECONFIG": kubeconfig}
-    try:
-        with airflow_processes(dags, parallelism=8, extra_env=extra) as ctx:
-            ctx.wait_parsed(*dags)
-            yield {"ctx": ctx, "namespaces": namespaces, "tmp": tmp_path_factory.mktemp("parity")}
-    finally:
-        for namespace in namespaces.values():
-            devcluster.delete_namespace(namespace)
+    tmp = tmp_path_factory.mktemp("parity")
+    with FaultProxy(devcluster.state_dir) as proxy:
+        proxied = proxied_kubeconfig(devcluster, proxy, tmp)
+        through = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(proxied)}}
+        dags = {f"parity_{s.id}": deferrable_dag(s, namespaces[s.id]) for s in SCENARIOS}
+        dags[f"parity_{ERROR_MID_WAIT.id}"] = error_dag(namespaces[ERROR_MID_WAIT.id])
+        extra = {
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT": conn,
+            "AIRFLOW_CONN_KUBERNETES_PROXIED": json.dumps(through),
+            "KUBECONFIG": kubeconfig,
+        }
+        try:
+            with airflow_processes(dags, parallelism=8, extra_env=extra) as ctx:
+                ctx.wait_parsed(*dags)
+                yield {
+                    "ctx": ctx,
+                    "namespaces": namespaces,
+                    "tmp": tmp,
+                    "proxy": proxy,
+                    "proxied": proxied,
+                }
+        finally:
+            for namespace in namespaces.values():
+                devcluster.delete_namespace(namespace)
 
 
 WAVES = tuple(SCENARIOS[i : i + 2] for i in range(0, len(SCENARIOS), 2))
@@ -1105,6 +1123,183 @@ def test_a_broken_path_fails_the_parity(
         devcluster.delete_namespace(namespace)
     print(shown)
     assert {d.way for d in found} == {"sensor"}, found
+
+
+# ---------------------------------------------------------------------------------- an error
+
+#: A run that never ends; once every way waits for it, the API server (through the fault proxy)
+#: stops serving lists and watches of JobSets and ConfigMaps: every wait fails with NotFound,
+#: an error, not a verdict. With ``delete_policy="always"`` each way must delete its run
+#: (everything it made goes with it) before the error ends it. The sensor owns no run and has
+#: no delete policy: it takes no part.
+ERROR_MID_WAIT = Scenario(
+    "errorwait", (rjob("w", **NEVER),), action=None, kind="error", reason="NotFound"
+)
+ERROR_WAYS = ("worker", "deferrable", "kfp", "cli")
+ERROR_TASK = """    JobSetOperator(task_id={task!r}, jobset={jobset!r}, name={name!r},
+                   namespace={namespace!r}, backend={backend!r}, deferrable=True,
+                   delete_policy="always", stream_logs=False, retries=0,
+                   kubernetes_conn_id="kubernetes_proxied")
+"""
+
+
+def error_dag(namespace: str) -> str:
+    tasks = "".join(
+        ERROR_TASK.format(
+            task=f"d_{backend}",
+            jobset=document(ERROR_MID_WAIT, f"d-{short(backend)}"),
+            name=f"d-{short(backend)}",
+            namespace=namespace,
+            backend=backend,
+        )
+        for backend in BACKENDS
+    )
+    return DEFERRABLE_DAG.format(dag_id=f"parity_{ERROR_MID_WAIT.id}", tasks=tasks)
+
+
+def proxied_kubeconfig(devcluster: Any, proxy: FaultProxy, tmp: Path) -> Path:
+    """A kubeconfig through the fault proxy (it ends TLS: a token, minted at every call)."""
+    path = tmp / "proxied.kubeconfig"
+    devcluster_auth.exec_kubeconfig(
+        devcluster.state_dir,
+        path,
+        user="parity-errors",
+        groups=["system:masters"],
+        ttl=3600,
+        server=proxy.url,
+    )
+    return path
+
+
+def _error_way(way: str, backend: str, namespace: str, tmp: Path, proxied: Path) -> str:
+    """Run one way of the error scenario with ``delete_policy="always"``; what it said."""
+    name = f"{way[0]}-{short(backend)}"
+    if way == "worker":
+        from airflow_provider_jobset.operators import JobSetOperator
+
+        op = JobSetOperator(
+            task_id="t",
+            jobset=document(ERROR_MID_WAIT, name),
+            name=name,
+            namespace=namespace,
+            backend=backend,
+            deferrable=False,
+            delete_policy="always",
+            stream_logs=False,
+            kubernetes_conn_id=None,
+            config_file=str(proxied),
+            retries=0,
+        )
+        try:
+            op.execute({"ti": _TI("parity-errorwait", WayResult(way, backend))})
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+        return "no error"
+    path = tmp / f"{name}-{ERROR_MID_WAIT.id}.yaml"
+    path.write_text(yaml.safe_dump(document(ERROR_MID_WAIT, name)))
+    if way == "cli":
+        from jobset_core import cli
+
+        out = io.StringIO()
+        args = ["run", str(path), "-n", namespace, "--backend", backend]
+        args += ["--kubeconfig", str(proxied), "--delete-policy", "always"]
+        code = cli.main(args, stdout=out, stderr=out, stdin=io.StringIO())
+        return f"exit {code}: {out.getvalue()}"
+    command = [
+        str(KFP_PYTHON), "-m", "kfp_components.launcher", "launch", "--jobset", str(path),
+        "--namespace", namespace, "--backend", backend, "--delete-policy", "always",
+        "--run-id", f"errorwait-{short(backend)}", "--task-name", "train", "--task-id", "1",
+    ]  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(proxied)}
+    done = subprocess.run(  # noqa: PLW1510 - the exit code is part of what it said
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=WATCHING_TIMEOUT
+    )
+    return f"exit {done.returncode}: {done.stdout}{done.stderr}"
+
+
+def _left(devcluster: Any, namespace: str) -> list[str]:
+    """What of any run still exists in ``namespace``."""
+    from jobset_core.labels import ANCHOR_LABEL, ANCHOR_VALUE
+
+    core, batch = devcluster.core, devcluster.batch
+    jobsets = devcluster.custom.list_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+    )["items"]
+    anchors = core.list_namespaced_config_map(
+        namespace, label_selector=f"{ANCHOR_LABEL}={ANCHOR_VALUE}"
+    ).items
+    return (
+        [f"jobset/{j['metadata']['name']}" for j in jobsets]
+        + [f"anchor/{a.metadata.name}" for a in anchors]
+        + [f"job/{j.metadata.name}" for j in batch.list_namespaced_job(namespace).items]
+        + [f"pod/{p.metadata.name}" for p in core.list_namespaced_pod(namespace).items]
+        + [f"service/{v.metadata.name}" for v in core.list_namespaced_service(namespace).items]
+    )
+
+
+def test_an_error_mid_wait_with_delete_policy_always_leaves_nothing_behind_in_every_way(
+    parity_airflow: dict[str, Any], devcluster: Any, kube_conn: str
+) -> None:
+    ctx, proxy, proxied = parity_airflow["ctx"], parity_airflow["proxy"], parity_airflow["proxied"]
+    namespace = parity_airflow["namespaces"][ERROR_MID_WAIT.id]
+    tmp = parity_airflow["tmp"]
+    said: dict[tuple[str, str], str] = {}
+
+    def run(way: str, backend: str) -> None:
+        try:
+            said[(way, backend)] = _error_way(way, backend, namespace, tmp, proxied)
+        except BaseException as error:  # reported below
+            said[(way, backend)] = f"harness: {type(error).__name__}: {error}"
+
+    dag = f"parity_{ERROR_MID_WAIT.id}"
+    ctx.cli("dags", "unpause", dag)
+    ctx.cli("dags", "trigger", dag, "--run-id", "parity")
+    threads = [
+        threading.Thread(target=run, args=(way, backend), daemon=True)
+        for way in ERROR_WAYS
+        if way != "deferrable"
+        for backend in BACKENDS
+    ]
+    for thread in threads:
+        thread.start()
+    runs = len(ERROR_WAYS) * len(BACKENDS)  # one run object per way and backend
+    devcluster.wait_for(
+        lambda: (
+            len([x for x in _left(devcluster, namespace) if x.startswith(("jobset/", "anchor/"))])
+            >= runs
+        ),
+        WATCHING_TIMEOUT,
+        desc=f"every way's run created in {namespace}",
+    )
+    time.sleep(5)  # every way is waiting now (a JobSet that never ends)
+    try:
+        proxy.refuse_reads("jobsets", "configmaps")
+        proxy.cut_watches("gone")  # the watches list again, and are refused
+        for thread in threads:
+            thread.join(WATCHING_TIMEOUT)
+        ends, states = time.monotonic() + WATCHING_TIMEOUT, []
+        while time.monotonic() < ends:
+            states = [r["state"] for r in ctx.json("dags", "list-runs", dag, "-o", "json")]
+            if states and states[0] in ("success", "failed"):
+                break
+            time.sleep(3)
+    finally:
+        proxy.refuse_reads()
+    assert states == ["failed"], f"the deferrable tasks' DAG run: {states}"
+    for backend in BACKENDS:
+        folder = ctx.task_logs(dag, "parity", f"d_{backend}")
+        text = "".join(p.read_text(errors="replace") for p in folder.glob("attempt=*.log"))
+        said[("deferrable", backend)] = text
+    wrong = {
+        key: words[-600:]
+        for key, words in said.items()
+        if "could not find the requested resource" not in words
+    }
+    assert not wrong, f"a way did not end with the error: {wrong}"
+    devcluster.wait_for(
+        lambda: not _left(devcluster, namespace), 90, desc=f"nothing left in {namespace}"
+    )
+    assert proxy.stats.refused > 0
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,7 @@ def test_plan_retries(
 
 
 def test_the_deadline_is_the_earliest_end() -> None:
-    from airflow_provider_jobset.operators import _deadline
+    from airflow_provider_jobset._request import operator_deadline as _deadline
 
     now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     started = now - dt.timedelta(minutes=10)

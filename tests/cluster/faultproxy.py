@@ -8,6 +8,8 @@ real API server through it; on command it:
 * **cuts the open watches** (:meth:`FaultProxy.cut_watches`): each gets the ``ERROR`` event
   with the ``410 Gone`` Status an API server sends when a watch's resourceVersion is too old,
   then the stream ends (``mode="gone"``); or the connections just drop (``mode="drop"``);
+* **refuses to list or watch** some resources from now on (:meth:`FaultProxy.refuse_reads`):
+  a ``404 NotFound`` Status, as a server that stopped serving them (a CRD deleted) answers;
 * keeps answering while the API server restarts the way a dead server does: the client's
   connection is closed without an answer.
 
@@ -63,6 +65,7 @@ class ProxyStats:
     upstream_down: int = 0
     client_gone: int = 0
     answers_lost: int = 0
+    refused: int = 0
     by_verb: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class FaultProxy:
         self._throttle_fraction = 1.0
         self._retry_after = 1
         self._lose: dict[str, int] = {}  # verb -> answers still to lose
+        self._refused: frozenset[str] = frozenset()  # resources whose lists/watches get 404
         self._streams: set[_Stream] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -125,6 +129,12 @@ class FaultProxy:
         answer was lost (what a client sees when the server or a load balancer dies between
         the two)."""
         self._lose[verb] = self._lose.get(verb, 0) + count
+
+    def refuse_reads(self, *resources: str) -> None:
+        """From now on, answer every list and watch of these resources (``jobsets``,
+        ``configmaps``...) with 404 NotFound; gets, creates, patches and deletes still pass.
+        No arguments: refuse nothing again."""
+        self._refused = frozenset(resources)
 
     def cut_watches(self, mode: str = "gone", *, logs: bool = True) -> int:
         """End every open watch (``gone``: a 410 ERROR event first; ``drop``: the connection
@@ -238,6 +248,9 @@ class FaultProxy:
         ):
             self.stats.throttled += 1
             return _too_many(self._retry_after)
+        if verb in ("list", "watch") and _resource(request.path) in self._refused:
+            self.stats.refused += 1
+            return _not_found(_resource(request.path))
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         assert self._session is not None
@@ -337,6 +350,29 @@ def _drop(request: web.Request) -> None:
     transport = request.transport
     if transport is not None:
         transport.close()
+
+
+def _resource(path: str) -> str:
+    """The resource a request's path names (``/apis/g/v/namespaces/ns/jobsets`` → ``jobsets``;
+    ``/api/v1/watch/namespaces/ns/configmaps`` → ``configmaps``)."""
+    parts = [p for p in path.split("/") if p and p != "watch"]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[0] if rest else ""
+
+
+def _not_found(resource: str) -> web.Response:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"the server could not find the requested resource ({resource})",
+        "reason": "NotFound",
+        "code": 404,
+    }
+    return web.json_response(status, status=404)
 
 
 def _too_many(retry_after: int) -> web.Response:
