@@ -161,15 +161,10 @@ def _namespace_input(value: Any) -> None:
         _checked(core.namespace, value)
 
 
-def _never(value: Any, sentinel: float, argument: str) -> Any:
-    """A KFP number whose ``sentinel`` means "never" (KFP inputs have no None)."""
-    if value == sentinel and not isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise _invalid(
-            argument, f"must be a number of seconds >= 0, or {sentinel:g} (never), not {value!r}"
-        )
-    return value
+def _never(value: Any, sentinel: float) -> Any:
+    """A KFP number whose ``sentinel`` means "never" (KFP inputs have no None): ``None`` then;
+    any other value is the core's to check."""
+    return None if value == sentinel and not isinstance(value, bool) else value
 
 
 @dataclass(frozen=True)
@@ -195,8 +190,8 @@ class WaitInputs:
         """
         return _checked(
             core.pod_start_rules,
-            start_grace=_never(self.start_grace_seconds, -1, "start_grace_seconds"),
-            pending_timeout=_never(self.pending_timeout_seconds, -1, "pending_timeout_seconds"),
+            start_grace=_never(self.start_grace_seconds, -1),
+            pending_timeout=_never(self.pending_timeout_seconds, -1),
             crash_loop_restarts=self.crash_loop_restarts or None,
         )
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
     "EXIT_COMPLETED",
@@ -71,14 +73,22 @@ class Command:
 # Argument types shared by the commands: a bad value is a usage error (exit 2) naming the flag.
 
 
-def namespace_argument(text: str) -> str:
-    """``-n/--namespace``: an RFC 1123 label, as the API server requires."""
-    from jobset_core.naming import ensure_namespace
+def _checked(check: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A flag's value through the core's check of the argument (the words every way in says);
+    a refusal is argparse's, which names the flag."""
+    from jobset_core.lifecycle import InvalidArgument
 
     try:
-        return ensure_namespace(text, "namespace")
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        return check(*args, **kwargs)
+    except InvalidArgument as err:
+        raise argparse.ArgumentTypeError(err.problem) from None
+
+
+def namespace_argument(text: str) -> str:
+    """``-n/--namespace``: an RFC 1123 label, as the API server requires."""
+    from jobset_core.lifecycle import namespace
+
+    return _checked(namespace, text)
 
 
 def jobset_name_argument(text: str) -> str:
@@ -91,53 +101,53 @@ def jobset_name_argument(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def non_negative_argument(text: str) -> int:
-    """A whole number >= 0."""
+def _whole(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+
+
+def non_negative_argument(text: str) -> int:
+    """A whole number >= 0."""
+    from jobset_core.lifecycle import count
+
+    value = _whole(text)
+    _checked(count, value, "count")
     return value
 
 
 def positive_argument(text: str) -> int:
     """A whole number >= 1."""
-    value = non_negative_argument(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    from jobset_core.lifecycle import count
+
+    value = _whole(text)
+    _checked(count, value, "count", minimum=1)
     return value
 
 
 def seconds_argument(text: str) -> float:
     """A finite number of seconds >= 0."""
+    from jobset_core.lifecycle import seconds
+
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    _checked(seconds, int(value) if value.is_integer() else value, "seconds")
     return value
 
 
 def log_pods_argument(text: str) -> str:
     """``--log-pods``: ``coordinator``, ``leaders``, ``all`` or a label selector."""
-    from jobset_core.lifecycle import LOG_POD_CHOICES, check_selector
+    from jobset_core.lifecycle import log_options
 
-    if text in LOG_POD_CHOICES:
-        return text
-    try:
-        return check_selector(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+    return _checked(log_options, log_pods=text).pods
 
 
 def container_name_argument(text: str) -> str:
     """A container name (an RFC 1123 label)."""
-    from jobset_core.naming import dns1123_label_errors
+    from jobset_core.lifecycle import log_options
 
-    errors = dns1123_label_errors(text)
-    if errors:
-        raise argparse.ArgumentTypeError(f"not a container name: {'; '.join(errors)}")
-    return text
+    container = _checked(log_options, log_container=text).container
+    return container or text

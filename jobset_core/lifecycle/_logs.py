@@ -221,11 +221,7 @@ class Follower:
 
     async def _synced(self, wait: float) -> None:
         """Give the observer up to ``wait`` seconds to have listed the run's pods."""
-        ends = time.monotonic() + wait
-        while not self.tracked.observation().synced:
-            left = ends - time.monotonic()
-            if left <= 0 or not await self.tracked.changed(left):
-                return
+        await self.tracked.until(lambda seen: seen.synced or None, wait)
 
     def _stopped(self) -> bool:
         return self._over or (self.once and self._first_ended)

@@ -26,7 +26,6 @@ from jobset_core.backends import (
 from jobset_core.errors import JobSetGone, WaitTimeout
 from jobset_core.lifecycle._judge import Judge, WaitRules, head_jobset, run_result
 from jobset_core.lifecycle._logs import Follower, LogOptions, LogSink, LogTarget, read_log
-from jobset_core.lifecycle._wait import until
 from jobset_core.lifecycle.verdict import Verdict
 from jobset_core.models import JobSetStatus
 from jobset_core.observe import Observation, Observer
@@ -216,7 +215,7 @@ class Runs:
         async with self.observer.track(backend.target(handle)) as tracked:
             while True:
                 left = None if ends is None else max(0.0, ends - time.monotonic())
-                if await until(tracked, empty, left) and not await backend.leftovers(handle):
+                if await tracked.until(empty, left) and not await backend.leftovers(handle):
                     return
                 if ends is not None and time.monotonic() >= ends:
                     raise WaitTimeout(_still_there(handle, timeout or 0.0))
@@ -233,7 +232,7 @@ class Runs:
     async def drive_once(self, backend: BackendProtocol, handle: Handle) -> None:
         """Drive a native run until a pass does nothing (once its objects were listed)."""
         async with self.observer.track(backend.target(handle)) as tracked:
-            await until(tracked, lambda seen: seen.synced or None, None)
+            await tracked.until(lambda seen: seen.synced or None, None)
             moved = Pass(acted=True)
             while moved.acted:
                 moved = await backend.drive(

@@ -1,9 +1,10 @@
 """One run's wait: watch it through the observer, drive it (native), judge it, until its verdict.
 
-:func:`until` is the one waiting primitive: it waits on a tracked run until a condition over
-its observation holds or the time is up. Every loop of the lifecycle is written with it (the
-wait for a verdict, the Events that explain pods that cannot start, the result's pod, a run
-that must be gone, a native run's first sync).
+Waiting has one primitive, :meth:`Tracked.until <jobset_core.observe.Tracked.until>`: wait on
+the observer until a condition of the run's observation holds or the time is up. The waits of
+the lifecycle are written with it (the Events that explain pods that cannot start, the
+result's pod, a run that must be gone, a native run's first sync, a log follower's pods); the
+loop below pauses between its passes until the next change or recheck.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from jobset_core.resources import POD
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
-__all__ = ["Waiting", "until", "watch_run"]
+__all__ = ["Waiting", "watch_run"]
 
 T = TypeVar("T")
 ProgressCallback = Callable[[Progress], None]
@@ -53,23 +54,6 @@ RESULT_GRACE = 15.0
 EVENTS_GRACE = 2.0
 #: Judge a little after a grace period ends rather than a little before (seconds).
 _RECHECK_SLACK = 0.05
-
-
-async def until(
-    tracked: Tracked, condition: Callable[[Observation], T | None], timeout: float | None
-) -> T | None:
-    """Wait until ``condition`` of the run's observation gives a value (returned), or
-    ``timeout`` seconds passed (``None``; ``timeout=None``: no limit). The condition is
-    asked at once, then after every change."""
-    ends = None if timeout is None else time.monotonic() + timeout
-    while True:
-        found = condition(tracked.observation())
-        if found is not None:
-            return found
-        left = None if ends is None else ends - time.monotonic()
-        if left is not None and left <= 0:
-            return None
-        await tracked.changed(left)
 
 
 @dataclass(frozen=True)
@@ -252,7 +236,7 @@ class _Watch:
             failure = judge.start_failure
             return again if failure is None or failure.events else None
 
-        found = await until(self.tracked, quoted, EVENTS_GRACE)
+        found = await self.tracked.until(quoted, EVENTS_GRACE)
         return found if found is not None else latest[-1]
 
     async def _with_result(self, verdict: Verdict) -> Verdict:
@@ -271,7 +255,7 @@ class _Watch:
             pod = podread.choose_log_pod(observation.pods, ref)
             return observation.pods if pod is not None and _ended(pod) else None
 
-        pods = await until(self.tracked, ended, RESULT_GRACE)
+        pods = await self.tracked.until(ended, RESULT_GRACE)
         if pods is None:
             pods = await self._listed_pods()
         result = result_of(jobset, pods)

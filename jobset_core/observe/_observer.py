@@ -33,9 +33,10 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobset_core import labels as L
 from jobset_core.errors import JobSetError
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["Observer", "Scope", "Target", "Tracked"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Scope = Literal["auto", "cluster", "namespace", "run"]
 SCOPES: tuple[Scope, ...] = ("auto", "cluster", "namespace", "run")
@@ -133,6 +135,22 @@ class Tracked:
                 return False
         self._woken.clear()
         return True
+
+    async def until(
+        self, condition: Callable[[Observation], T | None], timeout: float | None
+    ) -> T | None:
+        """The one wait of the lifecycle: until ``condition`` of the run's observation gives a
+        value (returned), or ``timeout`` seconds passed (``None``; ``timeout=None``: no
+        limit). The condition is asked at once, then after every change."""
+        ends = None if timeout is None else time.monotonic() + timeout
+        while True:
+            found = condition(self.observation())
+            if found is not None:
+                return found
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            await self.changed(left)
 
     def wake(self) -> None:
         """Make the next :meth:`changed` return at once."""

@@ -220,7 +220,7 @@ def test_render_refuses_a_namespace_mismatch(tmp_path: Path) -> None:
 def test_a_bad_namespace_flag_is_a_usage_error_before_anything_is_read(argv: list[str]) -> None:
     code, out, err = run(*argv)
     assert (code, out) == (cli.EXIT_USAGE, "")
-    assert "argument -n/--namespace: namespace " in err
+    assert "argument -n/--namespace: '" in err
     assert "is not a valid namespace name" in err
 
 
