@@ -76,6 +76,20 @@ def js(*rjobs: dict[str, Any], name: str = "js", **spec: Any) -> dict[str, Any]:
     }
 
 
+def coord(rjob: str = "replicatedjob-a", *, job: int = 0, pod: int = 0) -> dict[str, Any]:
+    """A ``spec.coordinator``."""
+    return {"replicatedJob": rjob, "jobIndex": job, "podIndex": pod}
+
+
+def two_jobs(coordinator: dict[str, Any], first: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Upstream's coordinator fixture: two replicated jobs of two Indexed Jobs of two pods."""
+    return js(
+        first or rj("replicatedjob-a", 2, **INDEXED_2),
+        rj("replicatedjob-b", 2, **INDEXED_2),
+        coordinator=coordinator,
+    )
+
+
 def rules(*items: dict[str, Any]) -> dict[str, Any]:
     return {"rules": list(items)}
 
@@ -319,11 +333,7 @@ WEBHOOK_CASES = [
     ),
     Case(
         "coordinator replicated job does not exist",
-        js(
-            rj("replicatedjob-a", 2, **INDEXED_2),
-            rj("replicatedjob-b", 2, **INDEXED_2),
-            coordinator={"replicatedJob": "fake-rjob", "jobIndex": 0, "podIndex": 0},
-        ),
+        two_jobs(coord("fake-rjob")),
         (
             (
                 "spec.coordinator.replicatedJob",
@@ -334,11 +344,7 @@ WEBHOOK_CASES = [
     ),
     Case(
         "coordinator replicated job missing completions",
-        js(
-            rj("replicatedjob-a", 2, completionMode="Indexed", parallelism=2),
-            rj("replicatedjob-b", 2, **INDEXED_2),
-            coordinator={"replicatedJob": "replicatedjob-a", "jobIndex": 0, "podIndex": 0},
-        ),
+        two_jobs(coord(), first=rj("replicatedjob-a", 2, completionMode="Indexed", parallelism=2)),
         (
             (
                 "spec.coordinator.replicatedJob",
@@ -355,11 +361,7 @@ WEBHOOK_CASES = [
     ),
     Case(
         "coordinator job index invalid",
-        js(
-            rj("replicatedjob-a", 2, **INDEXED_2),
-            rj("replicatedjob-b", 2, **INDEXED_2),
-            coordinator={"replicatedJob": "replicatedjob-a", "jobIndex": 2, "podIndex": 0},
-        ),
+        two_jobs(coord(job=2)),
         (
             (
                 "spec.coordinator.jobIndex",
@@ -370,11 +372,7 @@ WEBHOOK_CASES = [
     ),
     Case(
         "coordinator pod index invalid",
-        js(
-            rj("replicatedjob-a", 2, **INDEXED_2),
-            rj("replicatedjob-b", 2, **INDEXED_2),
-            coordinator={"replicatedJob": "replicatedjob-a", "jobIndex": 0, "podIndex": 2},
-        ),
+        two_jobs(coord(pod=2)),
         (
             (
                 "spec.coordinator.podIndex",
@@ -388,7 +386,7 @@ WEBHOOK_CASES = [
         js(
             rj("replicatedjob-a", **INDEXED_1),
             name="a" * 60,
-            coordinator={"replicatedJob": "replicatedjob-a", "jobIndex": 0, "podIndex": 0},
+            coordinator=coord(),
         ),
         (
             ("spec.coordinator", "coordinator-label", COORD_LABEL),
@@ -401,7 +399,7 @@ WEBHOOK_CASES = [
         js(
             rj("a" * 60, **INDEXED_1),
             name="jobset",
-            coordinator={"replicatedJob": "a" * 60, "jobIndex": 0, "podIndex": 0},
+            coordinator=coord("a" * 60),
         ),
         (
             ("spec.coordinator", "coordinator-label", COORD_LABEL),
@@ -415,7 +413,7 @@ WEBHOOK_CASES = [
             rj("replicatedjob-a", **INDEXED_1),
             name="jobset",
             network={"subdomain": "a" * 60},
-            coordinator={"replicatedJob": "replicatedjob-a", "jobIndex": 0, "podIndex": 0},
+            coordinator=coord(),
         ),
         (("spec.coordinator", "coordinator-label", COORD_LABEL),),
     ),

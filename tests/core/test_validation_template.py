@@ -52,6 +52,11 @@ def ctr(**fields: Any) -> dict[str, Any]:
     return {"containers": [{**CONTAINER, **fields}]}
 
 
+def by(rule: str, *found: tuple[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """Expected problems of one rule: ``(path, message)`` pairs."""
+    return tuple((path, rule, message) for path, message in found)
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -999,35 +1004,19 @@ JOB_CASES = [
                 ],
             }
         ),
-        (
-            (
-                f"{P}.initContainers[0].readinessProbe",
-                "container-probe",
-                "may not be set for init containers",
-            ),
-            (
-                f"{P}.initContainers[1].startupProbe.successThreshold",
-                "container-probe",
-                "must be 1",
-            ),
-            (f"{C0}.livenessProbe", "container-probe", "must specify a handler type"),
-            (
-                f"{C0}.livenessProbe.periodSeconds",
-                "container-probe",
-                "must be greater than or equal to 0",
-            ),
-            (
-                f"{C0}.readinessProbe.httpGet",
-                "container-probe",
-                "may not specify more than 1 handler type",
-            ),
+        by(
+            "container-probe",
+            (f"{P}.initContainers[0].readinessProbe", "may not be set for init containers"),
+            (f"{P}.initContainers[1].startupProbe.successThreshold", "must be 1"),
+            (f"{C0}.livenessProbe", "must specify a handler type"),
+            (f"{C0}.livenessProbe.periodSeconds", "must be greater than or equal to 0"),
+            (f"{C0}.readinessProbe.httpGet", "may not specify more than 1 handler type"),
             (
                 f"{C0}.readinessProbe.terminationGracePeriodSeconds",
-                "container-probe",
                 "must not be set for readinessProbes",
             ),
-            (f"{C0}.startupProbe.grpc.port", "container-probe", "must be between 1 and 65535"),
-            (f"{C0}.lifecycle.preStop", "container-probe", "must specify a handler type"),
+            (f"{C0}.startupProbe.grpc.port", "must be between 1 and 65535"),
+            (f"{C0}.lifecycle.preStop", "must specify a handler type"),
         ),
     ),
     Case(
@@ -1061,24 +1050,16 @@ JOB_CASES = [
                 ]
             }
         ),
-        (
-            (
-                f"{P}.tolerations[0].operator",
-                "pod-toleration",
-                "operator must be Exists when `key` is empty",
-            ),
-            (
-                f"{P}.tolerations[1].operator",
-                "pod-toleration",
-                "value must be empty when `operator` is 'Exists'",
-            ),
+        by(
+            "pod-toleration",
+            (f"{P}.tolerations[0].operator", "operator must be Exists when `key` is empty"),
+            (f"{P}.tolerations[1].operator", "value must be empty when `operator` is 'Exists'"),
             (
                 f"{P}.tolerations[2].effect",
-                "pod-toleration",
                 "effect must be 'NoExecute' when `tolerationSeconds` is set",
             ),
-            (f"{P}.tolerations[3].effect", "pod-toleration", "Unsupported value: 'Sometimes'"),
-            (f"{P}.tolerations[3].operator", "pod-toleration", "Unsupported value: 'Above'"),
+            (f"{P}.tolerations[3].effect", "Unsupported value: 'Sometimes'"),
+            (f"{P}.tolerations[3].operator", "Unsupported value: 'Above'"),
         ),
     ),
     Case(
