@@ -12,18 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from jobset_core.errors import (
-    ApiError,
-    Conflict,
-    Forbidden,
-    Gone,
-    Invalid,
-    NotFound,
-    ServerError,
-    TooManyRequests,
-    Unauthorized,
-    Unreachable,
-)
+from jobset_core import errors
+from jobset_core.errors import ApiError, ServerError, Unreachable
 from jobset_core.models import JobSet
 from jobset_core.resources import JOBSET
 
@@ -48,13 +38,13 @@ T = TypeVar("T")
 
 _TEXT_LIMIT = 256
 _ERROR_CLASSES: dict[int, type[ApiError]] = {
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    409: errors.Conflict,
+    410: errors.Gone,
+    422: errors.Invalid,
+    429: errors.TooManyRequests,
 }
 
 

@@ -326,10 +326,8 @@ def access_review(
     """``POST`` a ``SelfSubjectAccessReview``: may this identity ``verb`` the resource (in
     ``namespace``; ``None``: across all namespaces)? Every authenticated identity may ask."""
     attributes = {"verb": verb, "group": resource.group, "resource": resource.plural}
-    if namespace is not None:
-        attributes["namespace"] = namespace
-    if name is not None:
-        attributes["name"] = name
+    given = {"namespace": namespace, "name": name}
+    attributes |= {key: value for key, value in given.items() if value is not None}
     body = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",

@@ -329,7 +329,19 @@ def _unschedulable(pod: PodView, tally: _Tally, shown: tuple[str, ...]) -> Start
     )
 
 
-def _start_failure(
+def _start_began(own_events: list[Any]) -> float | None:
+    """When the kubelet first reported the pod's start failure (its ``Warning`` Events)."""
+    starts = [
+        t
+        for e in own_events
+        if e.get("reason") in START_EVENT_REASONS and e.get("type") != "Normal"
+        for t in [_event_start(e)]
+        if t is not None
+    ]
+    return min(starts) if starts else None
+
+
+def _container_problem(
     pod: PodView,
     container: ContainerStatus,
     tally: _Tally,
@@ -337,42 +349,30 @@ def _start_failure(
     shown: tuple[str, ...],
 ) -> StartProblem | None:
     rules, reason = tally.rules, container.waiting_reason
-    if reason in START_FAILURES and rules.grace is not None:
-        since = tally.since((pod.ident, container.name, "start"))
-        starts = [
-            t
-            for e in own_events
-            if e.get("reason") in START_EVENT_REASONS and e.get("type") != "Normal"
-            for t in [_event_start(e)]
-            if t is not None
-        ]
-        return _problem(
-            pod,
-            shown,
-            kind="start",
-            container=container.name,
-            reason=reason,
-            message=_clip(container.waiting_message),
-            since=min(since, *starts) if starts else since,
-            limit=rules.grace,
-            restarts=container.restarts,
-        )
     threshold = rules.crash_loop_restarts
-    if reason == CRASH_LOOP and threshold is not None and container.restarts >= threshold:
-        return _problem(
-            pod,
-            shown,
-            kind="crash-loop",
-            container=container.name,
-            reason=reason,
-            message=_clip(container.waiting_message),
-            since=tally.since((pod.ident, container.name, "crash-loop")),
-            limit=0.0,
-            restarts=container.restarts,
-            last_exit=_last_exit(container),
-            threshold=threshold,
-        )
-    return None
+    extra: dict[str, Any] = {}
+    kind: Kind
+    if reason in START_FAILURES and rules.grace is not None:
+        kind, limit = "start", rules.grace
+    elif reason == CRASH_LOOP and threshold is not None and container.restarts >= threshold:
+        kind, limit = "crash-loop", 0.0
+        extra = {"last_exit": _last_exit(container), "threshold": threshold}
+    else:
+        return None
+    since = tally.since((pod.ident, container.name, kind))
+    began = _start_began(own_events) if kind == "start" else None
+    return _problem(
+        pod,
+        shown,
+        kind=kind,
+        container=container.name,
+        reason=reason,
+        message=_clip(container.waiting_message),
+        since=min(since, began) if began is not None else since,
+        limit=limit,
+        restarts=container.restarts,
+        **extra,
+    )
 
 
 def check_pod_starts(
@@ -406,7 +406,7 @@ def check_pod_starts(
         own_events = _pod_events(events, pod)
         shown = tuple(_event_line(e) for e in own_events[-EVENTS_SHOWN:])
         found = [_unschedulable(pod, tally, shown)]
-        found += (_start_failure(pod, c, tally, own_events, shown) for c in pod.statuses)
+        found += (_container_problem(pod, c, tally, own_events, shown) for c in pod.statuses)
         problems += (p for p in found if p is not None)
     problems.sort(key=lambda p: (p.due, p.pod, p.container or ""))
     failed = tuple(p for p in problems if p.due <= now)

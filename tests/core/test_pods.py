@@ -188,39 +188,23 @@ def test_unschedulable(conditions: list[dict[str, Any]], unschedulable: bool) ->
     assert (view.unschedulable is not None) is unschedulable
 
 
+def crash_loop(last_exit: int) -> dict[str, Any]:
+    """A container waiting in ``CrashLoopBackOff`` after a run that exited ``last_exit``."""
+    return {
+        "name": "a",
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"exitCode": last_exit}},
+    }
+
+
 @pytest.mark.parametrize(
     ("statuses", "phase", "expected"),
     [
         pytest.param(
-            [{"name": "a", "state": {"terminated": {"exitCode": 1}}}],
-            "",
-            [("a", False)],
-            id="exited",
+            [{"name": "a", "state": {"terminated": {"exitCode": 1}}}], "", [("a", False)], id="exit"
         ),
-        pytest.param(
-            [
-                {
-                    "name": "a",
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": {"terminated": {"exitCode": 2}},
-                }
-            ],
-            "Running",
-            [("a", True)],
-            id="crash-loop",
-        ),
-        pytest.param(
-            [
-                {
-                    "name": "a",
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": {"terminated": {"exitCode": 0}},
-                }
-            ],
-            "Running",
-            [],
-            id="crash-loop-after-success",
-        ),
+        pytest.param([crash_loop(2)], "Running", [("a", True)], id="crash-loop"),
+        pytest.param([crash_loop(0)], "Running", [], id="crash-loop-after-success"),
         pytest.param([], "Failed", [("main", False)], id="failed-pod"),
         pytest.param([], "Running", [], id="running"),
     ],
