@@ -1,15 +1,21 @@
 """Reading a run's pods, as pure functions over API-shaped pod objects.
 
-Which pod a target names (:func:`choose_log_pod`: replicated job, job index, completion index,
-latest restart attempt), the run's result (:func:`termination_result`: the first container's
-termination message), failed pods and their containers. The log plan, the judge, the result
-and the failed pods' tails read pods here. Nothing here performs I/O.
+:class:`PodView` is the one reading of a pod dict: its name, labels and indexes, its phase,
+its containers (spec order) and their statuses, its conditions and its Job, each of the right
+type whatever the input holds (a missing, ``None`` or wrong-typed field reads as absent,
+never raises). The pod-start policy, the log plan, the failed pods' tails and the observer's
+views read pods through it.
+
+On it: which pod a target names (:func:`choose_log_pod`: replicated job, job index, completion
+index, latest restart attempt), the run's result (:func:`termination_result`: the first
+container's termination message), failed pods and their containers. Nothing here performs
+I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobset_core import labels as L
@@ -19,16 +25,331 @@ if TYPE_CHECKING:
     from jobset_core.models import JobSet
 
 __all__ = [
+    "CRASH_LOOP",
+    "UNSCHEDULABLE",
+    "ContainerStatus",
+    "PodCondition",
     "PodRef",
+    "PodView",
+    "Termination",
     "choose_log_pod",
+    "failed_containers",
     "failed_pods",
     "log_pod_target",
+    "metadata",
+    "object_labels",
     "pod_container",
     "termination_message",
     "termination_result",
 ]
 
+#: The waiting reason of a container between crashes.
+CRASH_LOOP = "CrashLoopBackOff"
+#: The ``PodScheduled`` condition's reason when no node fits.
+UNSCHEDULABLE = "Unschedulable"
 _COMPLETION_INDEX_KEYS = (L.JOB_COMPLETION_INDEX,)
+
+
+# ------------------------------------------------------------------------------ raw reading
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings of a list field (anything else in it, or a field that is no list, is
+    skipped)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's ``metadata`` (empty when it has none, or one that is no mapping)."""
+    return _mapping(obj.get("metadata")) if isinstance(obj, Mapping) else {}
+
+
+def object_labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's labels (empty when it has none, or ones that are no mapping)."""
+    return _mapping(metadata(obj).get("labels"))
+
+
+def _int_field(meta: Mapping[str, Any], key: str) -> int | None:
+    # A label, else the annotation of the same key (the completion index is an annotation).
+    for where in ("labels", "annotations"):
+        value = _mapping(meta.get(where)).get(key)
+        if value is not None:
+            return _int(str(value))
+    return None
+
+
+# ------------------------------------------------------------------------------ the view
+
+
+@dataclass(frozen=True)
+class Termination:
+    """How a container's run ended (``state.terminated`` or ``lastState.terminated``).
+
+    Attributes:
+        exit_code: The exit code (``None`` when the kubelet gave none).
+        reason: The kubelet's reason (``Error``, ``OOMKilled``...), or ``""``.
+        message: The termination message, or ``""``.
+    """
+
+    exit_code: int | None = None
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def nonzero(self) -> bool:
+        """Whether the container exited with a code other than 0."""
+        return self.exit_code is not None and self.exit_code != 0
+
+    @classmethod
+    def of(cls, state: Any) -> Termination | None:
+        """The ``terminated`` entry of a container state (``None`` without one)."""
+        term = _mapping(state).get("terminated")
+        if not isinstance(term, Mapping):
+            return None
+        code = term.get("exitCode")
+        return cls(
+            exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+            reason=_text(term.get("reason")),
+            message=_text(term.get("message")),
+        )
+
+
+@dataclass(frozen=True)
+class ContainerStatus:
+    """One entry of a pod's ``initContainerStatuses`` or ``containerStatuses``.
+
+    Attributes:
+        name: The container.
+        init: Whether it is an init container (or a sidecar).
+        restarts: ``restartCount`` (0 without one).
+        waiting_reason: The reason it is waiting (``""`` when it is not).
+        waiting_message: The kubelet's message about the wait.
+        running: Whether its state says it runs.
+        ended: Whether its state says it has terminated.
+        terminated: How it ended (its current state's ``terminated``).
+        last_terminated: How its previous run ended (``lastState.terminated``).
+    """
+
+    name: str
+    init: bool = False
+    restarts: int = 0
+    waiting_reason: str = ""
+    waiting_message: str = ""
+    running: bool = False
+    ended: bool = False
+    terminated: Termination | None = None
+    last_terminated: Termination | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether it has a log: it runs or has ended (not waiting to start, or between two
+        runs of a crash loop)."""
+        return self.running or self.ended
+
+    @property
+    def failed(self) -> bool:
+        """Whether it exited non-zero."""
+        return self.terminated is not None and self.terminated.nonzero
+
+    @classmethod
+    def of(cls, status: Mapping[str, Any], *, init: bool = False) -> ContainerStatus:
+        """Read one container status."""
+        state = _mapping(status.get("state"))
+        waiting = _mapping(state.get("waiting"))
+        restarts = status.get("restartCount")
+        if not isinstance(restarts, int) or isinstance(restarts, bool):
+            restarts = 0
+        return cls(
+            name=_text(status.get("name")),
+            init=init,
+            restarts=restarts,
+            waiting_reason=_text(waiting.get("reason")),
+            waiting_message=_text(waiting.get("message")),
+            running="running" in state,
+            ended="terminated" in state,
+            terminated=Termination.of(state),
+            last_terminated=Termination.of(status.get("lastState")),
+        )
+
+
+@dataclass(frozen=True)
+class PodCondition:
+    """One of a pod's ``status.conditions``."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    #: ``lastTransitionTime`` as the API server wrote it (``None`` without one).
+    since: str | None = None
+
+    @classmethod
+    def of(cls, condition: Mapping[str, Any]) -> PodCondition:
+        """Read one condition."""
+        since = condition.get("lastTransitionTime")
+        return cls(
+            type=_text(condition.get("type")),
+            status=_text(condition.get("status")),
+            reason=_text(condition.get("reason")),
+            message=_text(condition.get("message")),
+            since=since if isinstance(since, str) else None,
+        )
+
+
+def _owner_job(meta: Mapping[str, Any]) -> str | None:
+    for ref in _items(meta.get("ownerReferences")):
+        if ref.get("kind") == "Job" and ref.get("name"):
+            return str(ref["name"])
+    return None
+
+
+def _completion_index(meta: Mapping[str, Any]) -> int | None:
+    for key in _COMPLETION_INDEX_KEYS:
+        found = _int_field(meta, key)
+        if found is not None:
+            return found
+    return None
+
+
+@dataclass(frozen=True)
+class PodView:
+    """What the core reads of a pod, typed: build one with :meth:`of`.
+
+    Attributes:
+        raw: The pod as given.
+        name, namespace, uid: Its metadata (``""`` when missing).
+        labels: Its labels (as text).
+        replicated_job: The ``replicatedjob-name`` label.
+        job_index: The ``job-index`` label (or annotation).
+        completion_index: The Job's completion index (label or annotation).
+        restart_attempt: The ``restart-attempt`` label (or annotation).
+        created: ``creationTimestamp`` (``""`` when missing).
+        deleting: Whether it has a ``deletionTimestamp``.
+        phase: ``status.phase`` (``""`` when missing).
+        owner_job: The Job that owns it.
+        containers: Its containers' names, in spec order.
+        statuses: Its container statuses: init containers first, then the others.
+        conditions: Its conditions.
+    """
+
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    replicated_job: str | None = None
+    job_index: int | None = None
+    completion_index: int | None = None
+    restart_attempt: int | None = None
+    created: str = ""
+    deleting: bool = False
+    phase: str = ""
+    owner_job: str | None = None
+    containers: tuple[str, ...] = ()
+    statuses: tuple[ContainerStatus, ...] = ()
+    conditions: tuple[PodCondition, ...] = ()
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> PodView:
+        """Read a pod (API-shaped; anything missing or malformed reads as absent)."""
+        pod = _mapping(pod)
+        meta = metadata(pod)
+        status = _mapping(pod.get("status"))
+        labels = {str(k): str(v) for k, v in _mapping(meta.get("labels")).items() if v is not None}
+        statuses = [
+            *(
+                ContainerStatus.of(s, init=True)
+                for s in _items(status.get("initContainerStatuses"))
+            ),
+            *(ContainerStatus.of(s) for s in _items(status.get("containerStatuses"))),
+        ]
+        return cls(
+            raw=pod,
+            name=_text(meta.get("name")),
+            namespace=_text(meta.get("namespace")),
+            uid=_text(meta.get("uid")),
+            labels=labels,
+            replicated_job=labels.get(L.REPLICATED_JOB_NAME),
+            job_index=_int_field(meta, L.JOB_INDEX),
+            completion_index=_completion_index(meta),
+            restart_attempt=_int_field(meta, L.RESTART_ATTEMPT),
+            created=_text(meta.get("creationTimestamp")),
+            deleting=bool(meta.get("deletionTimestamp")),
+            phase=_text(status.get("phase")),
+            owner_job=_owner_job(meta),
+            containers=tuple(
+                _text(c.get("name")) for c in _items(_mapping(pod.get("spec")).get("containers"))
+            ),
+            statuses=tuple(statuses),
+            conditions=tuple(PodCondition.of(c) for c in _items(status.get("conditions"))),
+        )
+
+    @property
+    def ident(self) -> str:
+        """The pod's UID, else its name."""
+        return self.uid or self.name
+
+    @property
+    def finished(self) -> bool:
+        """Whether its phase is final (``Succeeded`` or ``Failed``)."""
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def failed(self) -> bool:
+        """Whether it failed: phase ``Failed``, or a container that exited non-zero."""
+        return self.phase == "Failed" or any(s.failed for s in self.container_statuses)
+
+    @property
+    def container_statuses(self) -> tuple[ContainerStatus, ...]:
+        """The statuses of its regular containers (``containerStatuses``)."""
+        return tuple(s for s in self.statuses if not s.init)
+
+    def status_of(self, container: str) -> ContainerStatus | None:
+        """The status of one regular container (``None`` without one)."""
+        for status in self.container_statuses:
+            if status.name == container:
+                return status
+        return None
+
+    @property
+    def unschedulable(self) -> PodCondition | None:
+        """Its ``PodScheduled=False`` condition of reason ``Unschedulable``, if any."""
+        for condition in self.conditions:
+            if (
+                condition.type == "PodScheduled"
+                and condition.status == "False"
+                and condition.reason == UNSCHEDULABLE
+            ):
+                return condition
+        return None
+
+    @property
+    def newest_first(self) -> tuple[int, str, str]:
+        """The sort key that puts the latest restart attempt, then the newest pod, last (a
+        retried pod replaces a failed one): ``max(..., key=...)`` picks the current one."""
+        return (self.restart_attempt or 0, self.created, self.name)
+
+
+# ------------------------------------------------------------------------------ choosing
 
 
 @dataclass(frozen=True)
@@ -63,43 +384,6 @@ def log_pod_target(
     return None
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _label(pod: Mapping[str, Any], key: str) -> str | None:
-    labels = _meta(pod).get("labels") or {}
-    value = labels.get(key) if isinstance(labels, Mapping) else None
-    return str(value) if value is not None else None
-
-
-def _int_label(pod: Mapping[str, Any], key: str) -> int | None:
-    value = _label(pod, key)
-    if value is None:
-        annotations = _meta(pod).get("annotations") or {}
-        value = annotations.get(key) if isinstance(annotations, Mapping) else None
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _completion_index(pod: Mapping[str, Any]) -> int | None:
-    for key in _COMPLETION_INDEX_KEYS:
-        found = _int_label(pod, key)
-        if found is not None:
-            return found
-    return None
-
-
-def _newest_first(pod: Mapping[str, Any]) -> tuple[int, str, str]:
-    # Latest restart attempt first, then the newest pod (a retried pod replaces a failed one).
-    attempt = _int_label(pod, L.RESTART_ATTEMPT) or 0
-    created = str(_meta(pod).get("creationTimestamp") or "")
-    return (attempt, created, str(_meta(pod).get("name") or ""))
-
-
 def choose_log_pod(pods: Iterable[Mapping[str, Any]], target: PodRef) -> Mapping[str, Any] | None:
     """The pod ``target`` names among a JobSet's pods, from its latest restart attempt.
 
@@ -109,41 +393,22 @@ def choose_log_pod(pods: Iterable[Mapping[str, Any]], target: PodRef) -> Mapping
     newest of the latest attempt wins.
     """
     same_job = [
-        pod
-        for pod in pods
-        if _label(pod, L.REPLICATED_JOB_NAME) == target.replicated_job
-        and _int_label(pod, L.JOB_INDEX) == target.job_index
+        view
+        for view in map(PodView.of, pods)
+        if view.replicated_job == target.replicated_job and view.job_index == target.job_index
     ]
     if not same_job:
         return None
-    indexed = [p for p in same_job if _completion_index(p) is not None]
+    indexed = [v for v in same_job if v.completion_index is not None]
     if indexed:
-        matching = [p for p in indexed if _completion_index(p) == target.pod_index]
-        return max(matching, key=_newest_first) if matching else None
-    latest = max(_newest_first(p)[0] for p in same_job)
-    current = sorted(
-        (p for p in same_job if _newest_first(p)[0] == latest),
-        key=lambda p: str(_meta(p).get("name") or ""),
-    )
-    return current[target.pod_index] if target.pod_index < len(current) else None
+        matching = [v for v in indexed if v.completion_index == target.pod_index]
+        return max(matching, key=lambda v: v.newest_first).raw if matching else None
+    latest = max(v.newest_first[0] for v in same_job)
+    current = sorted((v for v in same_job if v.newest_first[0] == latest), key=lambda v: v.name)
+    return current[target.pod_index].raw if target.pod_index < len(current) else None
 
 
-def _container_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = pod.get("status") or {}
-    found = status.get("containerStatuses") if isinstance(status, Mapping) else None
-    return [s for s in found or [] if isinstance(s, Mapping)]
-
-
-def _terminated(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    state = container.get("state") or {}
-    term = state.get("terminated") if isinstance(state, Mapping) else None
-    return term if isinstance(term, Mapping) else None
-
-
-def _container_order(pod: Mapping[str, Any]) -> list[str]:
-    spec = pod.get("spec") or {}
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    return [str(c.get("name")) for c in containers or [] if isinstance(c, Mapping)]
+# ------------------------------------------------------------------------------ results
 
 
 def termination_message(pod: Mapping[str, Any] | None) -> tuple[str, str] | None:
@@ -151,13 +416,12 @@ def termination_message(pod: Mapping[str, Any] | None) -> tuple[str, str] | None
     message as the kubelet kept it; ``None`` without one."""
     if pod is None:
         return None
+    view = PodView.of(pod)
     messages: dict[str, str] = {}
-    for status in _container_statuses(pod):
-        term = _terminated(status)
-        if term is not None and term.get("message"):
-            messages[str(status.get("name"))] = str(term["message"])
-    order = _container_order(pod) or sorted(messages)
-    for name in order:
+    for status in view.container_statuses:
+        if status.terminated is not None and status.terminated.message:
+            messages[status.name] = status.terminated.message
+    for name in view.containers or sorted(messages):
         if name in messages:
             return name, messages[name]
     return None
@@ -170,22 +434,33 @@ def termination_result(pod: Mapping[str, Any] | None) -> Any:
     return decode_result(found[1]) if found is not None else None
 
 
-def _failed(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    if isinstance(status, Mapping) and status.get("phase") == "Failed":
-        return True
-    return any(
-        (term := _terminated(s)) is not None and term.get("exitCode", 0) != 0
-        for s in _container_statuses(pod)
-    )
-
-
 def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Pods that failed (phase ``Failed``, or a container that exited non-zero), by name."""
-    return sorted((p for p in pods if _failed(p)), key=lambda p: str(_meta(p).get("name") or ""))
+    failed = [view for view in map(PodView.of, pods) if view.failed]
+    return [view.raw for view in sorted(failed, key=lambda v: v.name)]
 
 
 def pod_container(pod: Mapping[str, Any]) -> str | None:
     """The container whose log to read: the pod's first container."""
-    order = _container_order(pod)
-    return order[0] if order else None
+    containers = PodView.of(pod).containers
+    return containers[0] if containers else None
+
+
+def failed_containers(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """The containers of a pod whose log tells why it failed, as ``(container, previous)``:
+    one that exited non-zero (its log), one crash-looping after a non-zero exit (its previous
+    run's log); for a failed pod without such a container, its first container."""
+    view = PodView.of(pod)
+    found: list[tuple[str, bool]] = []
+    for status in view.container_statuses:
+        if status.failed:
+            found.append((status.name, False))
+        elif (
+            status.waiting_reason == CRASH_LOOP
+            and status.last_terminated is not None
+            and status.last_terminated.nonzero
+        ):
+            found.append((status.name, True))
+    if not found and view.phase == "Failed" and view.containers and view.containers[0]:
+        found = [(view.containers[0], False)]
+    return found

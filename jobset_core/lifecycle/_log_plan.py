@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobset_core import labels as L
 from jobset_core import pods as podread
 from jobset_core.models import JobSet
+from jobset_core.pods import PodView
 
 __all__ = [
     "LOG_POD_CHOICES",
@@ -234,59 +234,23 @@ class Selection:
     left_out: int = 0
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _int_label(pod: Mapping[str, Any], key: str) -> int:
-    meta = _meta(pod)
-    value = (meta.get("labels") or {}).get(key)
-    if value is None:
-        value = (meta.get("annotations") or {}).get(key)
-    try:
-        return int(value) if value is not None else 0
-    except (TypeError, ValueError):
-        return 0
-
-
-def _label(pod: Mapping[str, Any], key: str) -> str:
-    return str((_meta(pod).get("labels") or {}).get(key) or "")
-
-
 def _order(jobset: JobSet | None) -> dict[str, int]:
     names = [r.name for r in jobset.replicated_jobs] if jobset is not None else []
     return {name: i for i, name in enumerate(names)}
 
 
 def _sort_key(order: Mapping[str, int]) -> Any:
-    def key(pod: Mapping[str, Any]) -> tuple[int, str, int, int, str]:
-        rjob = _label(pod, L.REPLICATED_JOB_NAME)
+    def key(view: PodView) -> tuple[int, str, int, int, str]:
+        rjob = view.replicated_job or ""
         return (
             order.get(rjob, len(order)),
             rjob,
-            _int_label(pod, L.JOB_INDEX),
-            _int_label(pod, L.JOB_COMPLETION_INDEX),
-            str(_meta(pod).get("name") or ""),
+            view.job_index or 0,
+            view.completion_index or 0,
+            view.name,
         )
 
     return key
-
-
-def _statuses(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    status = pod.get("status") or {}
-    found = status.get("containerStatuses") if isinstance(status, Mapping) else None
-    return {str(s.get("name")): s for s in found or [] if isinstance(s, Mapping)}
-
-
-def _containers(pod: Mapping[str, Any]) -> list[str]:
-    spec = pod.get("spec") or {}
-    items = spec.get("containers") if isinstance(spec, Mapping) else None
-    return [str(c.get("name")) for c in items or [] if isinstance(c, Mapping)]
-
-
-def _latest_attempt(pods: Sequence[Mapping[str, Any]]) -> int:
-    return max((_int_label(p, L.RESTART_ATTEMPT) for p in pods), default=0)
 
 
 def _wanted_pods(
@@ -294,10 +258,10 @@ def _wanted_pods(
     jobset: JobSet | None,
     options: LogOptions,
     matching: Iterable[str] | None,
-) -> list[Mapping[str, Any]]:
-    current = [p for p in pods if not _meta(p).get("deletionTimestamp")]
-    latest = _latest_attempt(current)
-    current = [p for p in current if _int_label(p, L.RESTART_ATTEMPT) == latest]
+) -> list[PodView]:
+    current = [v for v in map(PodView.of, pods) if not v.deleting]
+    latest = max((v.restart_attempt or 0 for v in current), default=0)
+    current = [v for v in current if (v.restart_attempt or 0) == latest]
     if options.pods == "coordinator":
         target = options.target or LogTarget()
         ref = podread.log_pod_target(
@@ -306,22 +270,17 @@ def _wanted_pods(
             job_index=target.job_index,
             pod_index=target.pod_index,
         )
-        chosen = podread.choose_log_pod(current, ref) if ref is not None else None
-        return [chosen] if chosen is not None else []
-    if options.pods == "leaders":
+        refs = [ref] if ref is not None else []
+    elif options.pods == "leaders":
         names = [r.name for r in jobset.replicated_jobs] if jobset is not None else []
-        out = []
-        for name in names:
-            leader = podread.choose_log_pod(current, podread.PodRef(name))
-            if leader is not None:
-                out.append(leader)
-        return out
-    if options.pods == "all":
-        chosen_all = current
+        refs = [podread.PodRef(name) for name in names]
     else:
-        allowed = set(matching or ())
-        chosen_all = [p for p in current if str(_meta(p).get("name")) in allowed]
-    return sorted(chosen_all, key=_sort_key(_order(jobset)))
+        allowed = None if options.pods == "all" else set(matching or ())
+        chosen = [v for v in current if allowed is None or v.name in allowed]
+        return sorted(chosen, key=_sort_key(_order(jobset)))
+    raw = [v.raw for v in current]
+    found = (podread.choose_log_pod(raw, ref) for ref in refs)
+    return [PodView.of(pod) for pod in found if pod is not None]
 
 
 def select_streams(
@@ -342,27 +301,23 @@ def select_streams(
     wanted = _wanted_pods(pods, jobset, options, matching)
     kept = wanted[: options.max_pods]
     streams: list[StreamRef] = []
-    for pod in kept:
-        statuses = _statuses(pod)
-        names = _containers(pod) or sorted(statuses)
+    for view in kept:
+        names = list(view.containers) or sorted(s.name for s in view.container_statuses)
         if options.container is not None:
             names = [n for n in names if n == options.container]
         several = len(names) > 1
-        meta = _meta(pod)
         for name in names:
-            status = statuses.get(name) or {}
-            state = status.get("state") or {}
-            if "running" not in state and "terminated" not in state:
+            status = view.status_of(name)
+            if status is None or not status.started:
                 continue  # not started (or between two runs of a crash loop)
-            restart = status.get("restartCount")
             streams.append(
                 StreamRef(
-                    pod=str(meta.get("name") or ""),
-                    uid=str(meta.get("uid") or meta.get("name") or ""),
+                    pod=view.name,
+                    uid=view.ident,
                     container=name,
-                    restart=restart if isinstance(restart, int) else 0,
+                    restart=status.restarts,
                     several=several,
-                    running="running" in state,
+                    running=status.running,
                 )
             )
     return Selection(tuple(streams), len(kept), max(0, len(wanted) - len(kept)))

@@ -27,7 +27,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,6 +49,7 @@ from jobset_core.lifecycle._log_plan import (
     select_streams,
 )
 from jobset_core.observe import Tracked, backoff
+from jobset_core.pods import failed_containers
 from jobset_core.resources import CONFIG_MAP, JOBSET, POD
 
 if TYPE_CHECKING:
@@ -275,7 +276,7 @@ class Follower:
 
     async def _matching(self, pods: Any) -> frozenset[str]:
         """The run's pods that match the label selector (one list per new set of pods)."""
-        names = frozenset(str((p.get("metadata") or {}).get("name")) for p in pods)
+        names = frozenset(podread.PodView.of(p).name for p in pods)
         if self._listed is not None and self._listed[0] == names:
             return self._listed[1]
         selector = f"{L.JOBSET_NAME}={self.handle.name},{self.options.selector}"
@@ -291,7 +292,7 @@ class Follower:
         except JobSetError:
             return self._listed[1] if self._listed is not None else frozenset()
         else:
-            matched = frozenset(str(p["metadata"]["name"]) for p in found.items)
+            matched = frozenset(podread.PodView.of(p).name for p in found.items)
         self._listed = (names, matched)
         return matched
 
@@ -410,27 +411,6 @@ async def stop_follower(task: asyncio.Task[None], control: FollowControl, drain:
         await task
 
 
-def failed_containers(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """The containers of a pod whose log tells why it failed, as ``(container, previous)``:
-    one that exited non-zero (its log), one crash-looping (its previous run's log); for a
-    failed pod without such a container, its first container."""
-    status = pod.get("status") or {}
-    found: list[tuple[str, bool]] = []
-    for item in status.get("containerStatuses") or []:
-        state, last = item.get("state") or {}, item.get("lastState") or {}
-        terminated = state.get("terminated") or {}
-        if terminated and terminated.get("exitCode", 0) != 0:
-            found.append((str(item.get("name")), False))
-        elif (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff" and (
-            (last.get("terminated") or {}).get("exitCode", 0) != 0
-        ):
-            found.append((str(item.get("name")), True))
-    if not found and status.get("phase") == "Failed":
-        first = podread.pod_container(pod)
-        found = [(first, False)] if first else []
-    return found
-
-
 async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) -> dict[str, str]:
     """The last ``tail_lines`` lines of every failed or crash-looping container of the run,
     by pod name (``pod/container`` when several of a pod failed); a log that cannot be read any
@@ -438,9 +418,9 @@ async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) ->
     selector = ident.jobset_selector(handle.name, handle.uid or None)
     pods = await client.list(POD, namespace=handle.namespace, label_selector=selector)
     out: dict[str, str] = {}
-    for pod in sorted(pods.items, key=lambda p: str(p["metadata"].get("name"))):
-        name = str(pod["metadata"]["name"])
-        containers = failed_containers(pod)
+    for view in sorted(map(podread.PodView.of, pods.items), key=lambda v: v.name):
+        name = view.name
+        containers = failed_containers(view.raw)
         for container, previous in containers:
             key = name if len(containers) == 1 else f"{name}/{container}"
             try:
@@ -489,7 +469,7 @@ async def read_log(
     pod = podread.choose_log_pod(pods, ref) if ref is not None else None
     if pod is None:
         raise NotFound(404, "NotFound", f"no pod {ref or target} of JobSet {handle.name}")
-    name, container = str(pod["metadata"]["name"]), podread.pod_container(pod)
+    name, container = podread.PodView.of(pod).name, podread.pod_container(pod)
     text = await client.read_pod_log(name, namespace=handle.namespace, container=container)
     for line in text.splitlines():
         sink(LogLine(name, container, line))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset_core import labels as L
+from jobset_core.pods import metadata, object_labels
 from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, ApiResource
 
 __all__ = [
@@ -78,21 +79,16 @@ class Kind(enum.Enum):
         }[self]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _pick(mapping: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(mapping, Mapping):
         return {}
     return {key: mapping[key] for key in keys if key in mapping and mapping[key] is not None}
 
 
-def _trim_meta(
+def _trimmetadata(
     obj: Mapping[str, Any], *, label_keys: tuple[str, ...] | None = None
 ) -> dict[str, Any]:
-    meta = _meta(obj)
+    meta = metadata(obj)
     out = _pick(meta, _META_KEYS)
     found = meta.get("labels")
     if isinstance(found, Mapping) and found:
@@ -117,7 +113,7 @@ def _trim_jobset(obj: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "apiVersion": obj.get("apiVersion", JOBSET.api_version),
         "kind": "JobSet",
-        "metadata": _trim_meta(obj),
+        "metadata": _trimmetadata(obj),
         "spec": kept,
     }
     if obj.get("status") is not None:
@@ -128,15 +124,15 @@ def _trim_jobset(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _trim_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     spec = _pick(obj.get("spec"), ("parallelism", "completions", "suspend", "completionMode"))
     return {
-        "metadata": _trim_meta(obj, label_keys=_CHILD_LABELS),
+        "metadata": _trimmetadata(obj, label_keys=_CHILD_LABELS),
         "spec": spec,
         "status": dict(obj.get("status") or {}),
     }
 
 
 def _trim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = _trim_meta(obj, label_keys=_CHILD_LABELS)
-    notes = _pick(_meta(obj).get("annotations"), _POD_ANNOTATIONS)
+    meta = _trimmetadata(obj, label_keys=_CHILD_LABELS)
+    notes = _pick(metadata(obj).get("annotations"), _POD_ANNOTATIONS)
     if notes:
         meta["annotations"] = notes
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
@@ -177,7 +173,7 @@ def _trim_event(obj: Mapping[str, Any]) -> dict[str, Any]:
             "involvedObject",
         ),
     )
-    keep["metadata"] = _pick(_meta(obj), ("name", "namespace", "resourceVersion", "uid"))
+    keep["metadata"] = _pick(metadata(obj), ("name", "namespace", "resourceVersion", "uid"))
     return keep
 
 
@@ -185,7 +181,7 @@ def _trim_anchor(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _trim_meta(obj),
+        "metadata": _trimmetadata(obj),
         "data": dict(obj.get("data") or {}),
     }
 
@@ -206,7 +202,7 @@ def trim(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     """``(namespace, name)`` of an object."""
-    meta = _meta(obj)
+    meta = metadata(obj)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
@@ -214,7 +210,7 @@ def event_subject(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """``(kind, namespace, name, uid)`` of the object an Event is about."""
     about = event.get("involvedObject")
     about = about if isinstance(about, Mapping) else {}
-    namespace = str(about.get("namespace") or _meta(event).get("namespace") or "")
+    namespace = str(about.get("namespace") or metadata(event).get("namespace") or "")
     return (
         str(about.get("kind") or ""),
         namespace,
@@ -231,12 +227,10 @@ def run_of(kind: Kind, obj: Mapping[str, Any]) -> RunKey | None:
     if kind is Kind.JOBSET:
         return (namespace, name) if name else None
     if kind is Kind.ANCHOR:
-        found = _meta(obj).get("labels") or {}
-        marked = isinstance(found, Mapping) and found.get(L.ANCHOR_LABEL) == L.ANCHOR_VALUE
+        marked = object_labels(obj).get(L.ANCHOR_LABEL) == L.ANCHOR_VALUE
         return (namespace, name) if name and marked else None
     if kind in (Kind.JOB, Kind.POD):
-        found = _meta(obj).get("labels") or {}
-        owner = found.get(L.JOBSET_NAME) if isinstance(found, Mapping) else None
+        owner = object_labels(obj).get(L.JOBSET_NAME)
         return (namespace, str(owner)) if owner else None
     subject_kind, subject_ns, subject_name, _ = event_subject(obj)
     if subject_kind in ("JobSet", "ConfigMap") and subject_name:
@@ -260,8 +254,8 @@ def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bo
     """
     if current is None:
         return True
-    new = _version(_meta(candidate).get("resourceVersion"))
-    old = _version(_meta(current).get("resourceVersion"))
+    new = _version(metadata(candidate).get("resourceVersion"))
+    old = _version(metadata(current).get("resourceVersion"))
     if new is None or old is None:
         return True
     return new >= old

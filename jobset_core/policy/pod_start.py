@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobset_core import labels as L
+from jobset_core.pods import CRASH_LOOP, UNSCHEDULABLE, ContainerStatus, PodView
 from jobset_core.policy._time import parse_time
 
 __all__ = [
@@ -73,10 +73,6 @@ START_FAILURES: frozenset[str] = frozenset(
         "RunContainerError",
     }
 )
-#: The waiting reason of a container between crashes.
-CRASH_LOOP = "CrashLoopBackOff"
-#: The ``PodScheduled`` condition's reason when no node fits.
-UNSCHEDULABLE = "Unschedulable"
 #: Reasons of the kubelet's ``Warning`` Events about a container that cannot start
 #: (``events.FailedToCreateContainer``/``FailedToPullImage`` are ``Failed``,
 #: ``FailedToInspectImage`` is ``InspectFailed``, ``ErrImageNeverPullPolicy``).
@@ -223,16 +219,6 @@ class PodStartCheck:
 # ------------------------------------------------------------------------------- reading
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}
-
-
 def _epoch(value: Any) -> float | None:
     parsed = parse_time(value) if isinstance(value, str) else None
     return parsed.timestamp() if parsed is not None else None
@@ -248,35 +234,19 @@ def _began(value: Any) -> float | None:
     return found + 1.0
 
 
-def _attempt(pod: Mapping[str, Any]) -> int | None:
-    found = (_meta(pod).get("labels") or {}).get(L.RESTART_ATTEMPT)
-    try:
-        return int(found) if found is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _job(pod: Mapping[str, Any]) -> str | None:
-    for ref in _meta(pod).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("kind") == "Job" and ref.get("name"):
-            return str(ref["name"])
-    return None
-
-
 def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _about(event: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+def _about(event: Mapping[str, Any], pod: PodView) -> bool:
     about = event.get("involvedObject")
     if not isinstance(about, Mapping) or about.get("kind") != "Pod":
         return False
-    meta = _meta(pod)
     uid = about.get("uid")
-    if uid and meta.get("uid"):
-        return bool(uid == meta.get("uid"))
-    return bool(about.get("name") == meta.get("name"))
+    if uid and pod.uid:
+        return bool(uid == pod.uid)
+    return bool(about.get("name") == (pod.name or None))
 
 
 def _event_start(event: Mapping[str, Any]) -> float | None:
@@ -297,57 +267,112 @@ def _event_line(event: Mapping[str, Any]) -> str:
     return f"{event.get('reason') or '?'}: {_clip(str(event.get('message') or ''), 300)}{times}"
 
 
-def _pod_events(events: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[Any]:
+def _pod_events(events: Iterable[Mapping[str, Any]], pod: PodView) -> list[Any]:
     return sorted((e for e in events if _about(e, pod)), key=_event_end)
 
 
-def _statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = _status(pod)
-    found = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
-    return [s for s in found if isinstance(s, Mapping)]
-
-
-def _waiting(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    state = container.get("state")
-    waiting = state.get("waiting") if isinstance(state, Mapping) else None
-    return waiting if isinstance(waiting, Mapping) else None
-
-
-def _last_exit(container: Mapping[str, Any]) -> str:
-    last = container.get("lastState")
-    term = last.get("terminated") if isinstance(last, Mapping) else None
-    if not isinstance(term, Mapping):
+def _last_exit(container: ContainerStatus) -> str:
+    term = container.last_terminated
+    if term is None:
         return ""
-    words = f"exit code {term.get('exitCode')}"
-    if term.get("reason"):
-        words += f" ({term['reason']})"
-    if term.get("message"):
-        words += f": {_clip(str(term['message']), 200)}"
+    words = f"exit code {term.exit_code}"
+    if term.reason:
+        words += f" ({term.reason})"
+    if term.message:
+        words += f": {_clip(term.message, 200)}"
     return words
 
 
-def _unschedulable(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for condition in _status(pod).get("conditions") or []:
-        if (
-            isinstance(condition, Mapping)
-            and condition.get("type") == "PodScheduled"
-            and condition.get("status") == "False"
-            and condition.get("reason") == UNSCHEDULABLE
-        ):
-            return condition
-    return None
-
-
-def _current(pod: Mapping[str, Any], attempt: int | None) -> bool:
-    if _meta(pod).get("deletionTimestamp"):
+def _current(pod: PodView, attempt: int | None) -> bool:
+    if pod.deleting or pod.finished:
         return False
-    if _status(pod).get("phase") in ("Succeeded", "Failed"):
-        return False
-    found = _attempt(pod)
-    return attempt is None or found is None or found == attempt
+    return attempt is None or pod.restart_attempt is None or pod.restart_attempt == attempt
 
 
 # ------------------------------------------------------------------------------- deciding
+
+
+@dataclass
+class _Tally:
+    """One check's rules and clock, and since when this waiter has seen each problem."""
+
+    rules: PodStartRules
+    now: float
+    seen: Mapping[SeenKey, float]
+    kept: dict[SeenKey, float] = field(default_factory=dict)
+
+    def since(self, key: SeenKey) -> float:
+        """When this waiter first saw the problem (now, the first time)."""
+        return min(self.kept.setdefault(key, self.seen.get(key, self.now)), self.now)
+
+
+def _problem(pod: PodView, shown: tuple[str, ...], **fields: Any) -> StartProblem:
+    return StartProblem(pod=pod.name, job=pod.owner_job, events=shown, **fields)
+
+
+def _unschedulable(pod: PodView, tally: _Tally, shown: tuple[str, ...]) -> StartProblem | None:
+    condition = pod.unschedulable
+    limit = tally.rules.pending_timeout
+    if condition is None or limit is None:
+        return None
+    since = tally.since((pod.ident, "", "unschedulable"))
+    began = _began(condition.since)
+    return _problem(
+        pod,
+        shown,
+        kind="unschedulable",
+        container=None,
+        reason=UNSCHEDULABLE,
+        message=_clip(condition.message),
+        since=min(since, began) if began is not None else since,
+        limit=limit,
+    )
+
+
+def _start_began(own_events: list[Any]) -> float | None:
+    """When the kubelet first reported the pod's start failure (its ``Warning`` Events)."""
+    starts = [
+        t
+        for e in own_events
+        if e.get("reason") in START_EVENT_REASONS and e.get("type") != "Normal"
+        for t in [_event_start(e)]
+        if t is not None
+    ]
+    return min(starts) if starts else None
+
+
+def _container_problem(
+    pod: PodView,
+    container: ContainerStatus,
+    tally: _Tally,
+    own_events: list[Any],
+    shown: tuple[str, ...],
+) -> StartProblem | None:
+    rules, reason = tally.rules, container.waiting_reason
+    threshold = rules.crash_loop_restarts
+    extra: dict[str, Any] = {}
+    kind: Kind
+    if reason in START_FAILURES and rules.grace is not None:
+        kind, limit = "start", rules.grace
+    elif reason == CRASH_LOOP and threshold is not None and container.restarts >= threshold:
+        kind, limit = "crash-loop", 0.0
+        extra = {"last_exit": _last_exit(container), "threshold": threshold}
+    else:
+        return None
+    since = tally.since((pod.ident, container.name, kind))
+    began = _start_began(own_events) if kind == "start" else None
+    return _problem(
+        pod,
+        shown,
+        kind=kind,
+        container=container.name,
+        reason=reason,
+        message=_clip(container.waiting_message),
+        since=min(since, began) if began is not None else since,
+        limit=limit,
+        restarts=container.restarts,
+        **extra,
+    )
 
 
 def check_pod_starts(
@@ -373,92 +398,16 @@ def check_pod_starts(
     if rules.off:
         return PodStartCheck()
     events = list(events)
-    seen = seen or {}
-    kept: dict[SeenKey, float] = {}
+    tally = _Tally(rules, now, seen or {})
     problems: list[StartProblem] = []
-    for pod in pods:
+    for pod in map(PodView.of, pods):
         if not _current(pod, attempt):
             continue
-        meta = _meta(pod)
-        ident = str(meta.get("uid") or meta.get("name") or "")
-        name = str(meta.get("name") or "")
         own_events = _pod_events(events, pod)
         shown = tuple(_event_line(e) for e in own_events[-EVENTS_SHOWN:])
-        job = _job(pod)
-        condition = _unschedulable(pod)
-        if condition is not None and rules.pending_timeout is not None:
-            key: SeenKey = (ident, "", "unschedulable")
-            since = min(kept.setdefault(key, seen.get(key, now)), now)
-            began = _began(condition.get("lastTransitionTime"))
-            since = min(since, began) if began is not None else since
-            problems.append(
-                StartProblem(
-                    kind="unschedulable",
-                    container=None,
-                    reason=UNSCHEDULABLE,
-                    message=_clip(str(condition.get("message") or "")),
-                    since=since,
-                    limit=rules.pending_timeout,
-                    pod=name,
-                    job=job,
-                    events=shown,
-                )
-            )
-        for container in _statuses(pod):
-            waiting = _waiting(container)
-            reason = str((waiting or {}).get("reason") or "")
-            cname = str(container.get("name") or "")
-            restarts = container.get("restartCount")
-            restarts = restarts if isinstance(restarts, int) else 0
-            if reason in START_FAILURES and rules.grace is not None:
-                key = (ident, cname, "start")
-                since = min(kept.setdefault(key, seen.get(key, now)), now)
-                starts = [
-                    t
-                    for e in own_events
-                    if e.get("reason") in START_EVENT_REASONS and e.get("type") != "Normal"
-                    for t in [_event_start(e)]
-                    if t is not None
-                ]
-                if starts:
-                    since = min(since, *starts)
-                problems.append(
-                    StartProblem(
-                        kind="start",
-                        container=cname,
-                        reason=reason,
-                        message=_clip(str((waiting or {}).get("message") or "")),
-                        since=since,
-                        limit=rules.grace,
-                        restarts=restarts,
-                        pod=name,
-                        job=job,
-                        events=shown,
-                    )
-                )
-            elif (
-                reason == CRASH_LOOP
-                and rules.crash_loop_restarts is not None
-                and restarts >= rules.crash_loop_restarts
-            ):
-                key = (ident, cname, "crash-loop")
-                since = min(kept.setdefault(key, seen.get(key, now)), now)
-                problems.append(
-                    StartProblem(
-                        kind="crash-loop",
-                        container=cname,
-                        reason=reason,
-                        message=_clip(str((waiting or {}).get("message") or "")),
-                        since=since,
-                        limit=0.0,
-                        restarts=restarts,
-                        last_exit=_last_exit(container),
-                        threshold=rules.crash_loop_restarts,
-                        pod=name,
-                        job=job,
-                        events=shown,
-                    )
-                )
+        found = [_unschedulable(pod, tally, shown)]
+        found += (_container_problem(pod, c, tally, own_events, shown) for c in pod.statuses)
+        problems += (p for p in found if p is not None)
     problems.sort(key=lambda p: (p.due, p.pod, p.container or ""))
     failed = tuple(p for p in problems if p.due <= now)
     waiting_on = [p.due for p in problems if p.due > now]
@@ -466,7 +415,7 @@ def check_pod_starts(
         problems=tuple(problems),
         failed=failed,
         recheck_at=min(waiting_on) if waiting_on else None,
-        seen=kept,
+        seen=tally.kept,
     )
 
 

@@ -70,6 +70,10 @@ class JobSetWrapper:
             "spec": {"replicatedJobs": []},
         }
 
+    def _set(self, where: str, key: str, value: Any) -> JobSetWrapper:
+        self._js[where][key] = value
+        return self
+
     def replicated_job(self, rjob: ReplicatedJobWrapper) -> JobSetWrapper:
         self._js["spec"]["replicatedJobs"].append(rjob.obj())
         return self
@@ -97,32 +101,26 @@ class JobSetWrapper:
         return self
 
     def startup_policy(self, order: str) -> JobSetWrapper:
-        self._js["spec"]["startupPolicy"] = {"startupPolicyOrder": order}
-        return self
+        return self._set("spec", "startupPolicy", {"startupPolicyOrder": order})
 
     def suspend(self, value: bool) -> JobSetWrapper:
-        self._js["spec"]["suspend"] = value
-        return self
+        return self._set("spec", "suspend", value)
 
     def ttl(self, seconds: int) -> JobSetWrapper:
-        self._js["spec"]["ttlSecondsAfterFinished"] = seconds
-        return self
+        return self._set("spec", "ttlSecondsAfterFinished", seconds)
 
     def managed_by(self, value: str) -> JobSetWrapper:
-        self._js["spec"]["managedBy"] = value
-        return self
+        return self._set("spec", "managedBy", value)
 
     def enable_dns_hostnames(self, value: bool) -> JobSetWrapper:
         self._js["spec"].setdefault("network", {})["enableDNSHostnames"] = value
         return self
 
     def uid(self, value: str) -> JobSetWrapper:
-        self._js["metadata"]["uid"] = value
-        return self
+        return self._set("metadata", "uid", value)
 
     def deletion_timestamp(self, value: str) -> JobSetWrapper:
-        self._js["metadata"]["deletionTimestamp"] = value
-        return self
+        return self._set("metadata", "deletionTimestamp", value)
 
     def status(self, **fields: Any) -> JobSetWrapper:
         """Set status fields in API spelling, e.g. ``restarts=1, conditions=[...]``."""
