@@ -18,6 +18,7 @@ from .common import (
     ADDONS_MOD,
     CONTAINERD_MOD,
     K8S_MOD,
+    KUEUE_MOD,
     NODETOOLS_MOD,
     REPO,
     cache_root,
@@ -186,6 +187,18 @@ def node_plan() -> list[dict]:
     ]
 
 
+def kueue_plan() -> list[dict]:
+    """Kueue's manager (its own wrapper: Kueue pins k8s 0.35 and JobSet v0.11.1, which must
+    not lift the control plane's versions)."""
+    kver = gomod_require(KUEUE_MOD / "go.mod", "sigs.k8s.io/kueue")
+    ldflags = ["-s", "-w", "-buildid=", f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={kver}"]
+    return [
+        dict(
+            name="kueue", mod=KUEUE_MOD, pkg="sigs.k8s.io/kueue/cmd/kueue", tags="", ldflags=ldflags
+        )
+    ]
+
+
 def _mod_files(*mods: Path) -> list[Path]:
     files = []
     for mod in mods:
@@ -211,6 +224,15 @@ BUNDLES = {
         plan=node_plan,
         what="the real node's kubelet, containerd and CoreDNS",
         estimate="5 min with the control plane's build cache, 15+ min without",
+    ),
+    "kueue": dict(
+        root="kueue-bin",
+        mods=(KUEUE_MOD,),
+        plan=kueue_plan,
+        what="the Kueue manager",
+        estimate="5-10 min on a 2-core machine",
+        # where the upstream Kueue manifests live (read at `up` time, never copied)
+        extra=lambda: {"kueue_module_dir": str(module_dir("sigs.k8s.io/kueue", KUEUE_MOD))},
     ),
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import jobset, node
+from . import jobset, kueue, node
 from .common import state_dir
 from .controlplane import NODE_COUNT, fake_nodes_ready
 from .kube import Kube, check_health
@@ -43,6 +43,8 @@ def api_rows(root: Path, st: State) -> list[tuple[str, bool, str]]:
         rows.append(("nodes", ready >= NODE_COUNT, f"{ready}/{NODE_COUNT} fake nodes Ready"))
         if "jobset" in st.components:
             rows.append(jobset.health_row(kube))
+        if "kueue" in st.components:
+            rows.append(kueue.health_row(kube))
     except Exception as e:
         rows.append(("api", False, str(e)))
     return rows

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .common import ADDONS_MOD, log
+from .common import ADDONS_MOD, env_flag, log
 from .gobuild import gomod_require, jobset_module_dir
 from .kube import (
     Kube,
@@ -24,6 +24,12 @@ from .procs import Launch
 PORT_NAMES = ["webhook", "jobset-health"]
 CRD = Path("config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
 WEBHOOKS = Path("config/components/webhook/manifests.yaml")
+
+
+def enabled() -> bool:
+    """``DEVCLUSTER_JOBSET=0`` (or false/no/off) starts the cluster without JobSet: no CRD,
+    no manager, no webhooks (and no Kueue, whose only integration here is JobSet)."""
+    return env_flag("DEVCLUSTER_JOBSET")
 
 
 def version() -> str:

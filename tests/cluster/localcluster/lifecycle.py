@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import controlplane, images, jobset, node, node_host
+from . import controlplane, images, jobset, kueue, node, node_host
 from .common import ENTRY, component_env, die, log, stamp, state_dir
 from .controlplane import SLICE_LABEL, ZONE_LABEL
 from .gobuild import bin_dir_if_built, build_bundle
@@ -44,7 +44,6 @@ PORT_NAMES = [
     "scheduler",
     "kwok",
     "kubelet",
-    *jobset.PORT_NAMES,
     "authn",
 ]
 #: What `down` deletes (keys, certificates, data); `logs/` stays for a post-mortem.
@@ -52,6 +51,7 @@ SECRET_DIRS = (
     "pki",
     "etcd-data",
     "jobset",
+    "kueue",
     "apiserver-certs",
     "kcm-certs",
     "scheduler-certs",
@@ -60,10 +60,13 @@ SECRET_DIRS = (
 
 
 def cmd_build(args) -> Path:
-    """Build (or reuse) the control plane and, unless DEVCLUSTER_REAL_NODE=0, the real
-    node's binaries and images; return the control plane's binary directory."""
+    """Build (or reuse) the control plane, unless DEVCLUSTER_KUEUE=0 Kueue, and unless
+    DEVCLUSTER_REAL_NODE=0 the real node's binaries and images; return the control plane's
+    binary directory."""
     quiet = getattr(args, "quiet", False)
     bin_dir = build_bundle("control-plane", quiet)
+    if kueue.enabled():
+        build_bundle("kueue", quiet)
     if node.enabled():
         node_host.setup(quiet=True)
         node_bin = build_bundle("node", quiet)
@@ -130,7 +133,10 @@ def _cmd_up(args) -> int:
         _stop_stale(root)
     bin_dir = cmd_build(argparse.Namespace(quiet=True))
     real = _real_node_inputs()
-    jobset_dir = jobset.module_dir(bin_dir)
+    jobset_dir = jobset.module_dir(bin_dir) if jobset.enabled() else None
+    kueue_bin = bin_dir_if_built("kueue") if kueue.enabled() else None
+    if kueue.enabled() and not kueue_bin:
+        die("the Kueue binary is missing after the build")
     if root.exists() and any(root.iterdir()) and not (root / "state.json").exists():
         die(f"{root} exists, is not empty and is not a devcluster state directory; not touching it")
 
@@ -141,8 +147,11 @@ def _cmd_up(args) -> int:
     attempts = 3
     for attempt in range(1, attempts + 1):
         st = _fresh_state(root, bin_dir, real, args.owner_pid)
+        if kueue_bin:
+            st.data["kueue_bin_dir"] = str(kueue_bin)
+            st.save()
         try:
-            _up(st, bin_dir, jobset_dir, args, real=real)
+            _up(st, bin_dir, jobset_dir, args, real=real, kueue_bin=kueue_bin)
         except BaseException as e:
             collided = any(
                 "address already in use" in log_tail(c["log"], 200) for c in st.components.values()
@@ -179,13 +188,17 @@ def print_usage(root: Path) -> None:
     )
 
 
-def _launch(st: State, bin_dir: Path, real: dict | None) -> Launch:
+def _launch(st: State, bin_dir: Path, real: dict | None, with_kueue: bool) -> Launch:
     """PKI, ports and kubeconfig of one attempt."""
     root = st.root
     t = time.monotonic()
     make_pki(root / "pki")
     log(f"certificates and keys generated in {root / 'pki'} ({time.monotonic() - t:.1f}s)")
-    names = list(PORT_NAMES) + (node.PORT_NAMES if real else [])
+    names = list(PORT_NAMES)
+    if jobset.enabled():  # in the order ports were always picked: webhook, health, authn
+        names[-1:-1] = jobset.PORT_NAMES
+    names += node.PORT_NAMES if real else []
+    names += kueue.PORT_NAMES if with_kueue else []
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     st.data["ports"] = ports
     server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -197,21 +210,31 @@ def _launch(st: State, bin_dir: Path, real: dict | None) -> Launch:
     return up
 
 
-def _up(st: State, bin_dir: Path, jobset_dir: Path, args, *, real=None) -> None:
+def _up(
+    st: State, bin_dir: Path, jobset_dir: Path | None, args, *, real=None, kueue_bin=None
+) -> None:
     """Start every component in order; raise if any of them fails or exits."""
-    up = _launch(st, bin_dir, real)
+    up = _launch(st, bin_dir, real, kueue_bin is not None)
     etcd_url = controlplane.start_etcd(up)
     controlplane.start_authn(up)
     controlplane.start_apiserver(up, etcd_url)
     controlplane.start_kcm_and_scheduler(up)
     controlplane.start_logserver(up)
     controlplane.start_kwok(up)
-    jobset.install_crd(up, jobset_dir)
-    jobset.start_manager(up)
+    if jobset_dir:
+        jobset.install_crd(up, jobset_dir)
+        jobset.start_manager(up)
     # The real node starts while the JobSet manager gets ready (the image imports overlap).
     node_wait = node.start(up, real["bin"], real["images"]) if real else None
+    if kueue_bin:
+        kueue_dir = kueue.kueue_dir(kueue_bin)
+        kueue.install_crds(up, kueue_dir)
+        kueue.start_manager(up, kueue_bin)
     controlplane.wait_fake_nodes(up)
-    jobset.finish(up, jobset_dir)
+    if jobset_dir:
+        jobset.finish(up, jobset_dir)
+    if kueue_bin:
+        kueue.finish(up, kueue_dir)
     controlplane.wait_healthy(up)
     if node_wait:
         node_wait()
@@ -321,6 +344,7 @@ RESTARTABLE = (
     "jobset",
     "logserver",
     "authn",
+    "kueue",
 )
 
 
@@ -365,6 +389,9 @@ def restart_component(name: str, *, kill: bool = False, down_seconds: float = 0.
     if name in ("jobset", "kube-apiserver") and "jobset" in st.components:
         kube = Kube(st.data["server"], root / "pki")
         wait_until("JobSet webhooks answering", lambda: jobset.webhook_works(kube), 120, watched)
+    if name in ("kueue", "kube-apiserver") and "kueue" in st.components:
+        kube = Kube(st.data["server"], root / "pki")
+        wait_until("Kueue webhooks answering", lambda: kueue.webhook_works(kube), 120, watched)
     log(f"{name} {'killed' if kill else 'stopped'} and restarted in {time.monotonic() - t:.1f}s")
     return 0
 
