@@ -47,7 +47,7 @@ def test_a_cluster_without_jobset_runs_plain_jobs(cluster_without_jobset):
         }
         dc.batch.create_namespaced_job(ns, job)
         dc.wait_for(
-            lambda: dc.batch.read_namespaced_job(ns, "plain").status.succeeded,
+            lambda: dc.batch.read_namespaced_job("plain", ns).status.succeeded,
             timeout=60,
             desc="the Job to succeed",
         )
