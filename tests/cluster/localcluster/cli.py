@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import images, lifecycle, node_host
+from . import images, kueue, lifecycle, node_host
 from .gobuild import build_bundle
 from .health import cmd_status
 from .logserver import cmd_logserver
@@ -68,6 +68,9 @@ def parser() -> argparse.ArgumentParser:
     im.add_argument("--json", action="store_true")
     ns = sub.add_parser("node-ns", help=argparse.SUPPRESS)
     ns.add_argument("--state-dir", required=True)
+    kx = sub.add_parser("kueue-exec", help=argparse.SUPPRESS)
+    kx.add_argument("--state-dir", required=True)
+    kx.add_argument("argv", nargs=argparse.REMAINDER)
     ls = sub.add_parser("logserver", help=argparse.SUPPRESS)
     ls.add_argument("--state-dir", required=True)
     ls.add_argument("--port", type=int, required=True)
@@ -95,6 +98,7 @@ def main(argv=None) -> int:
     return {
         "images": cmd_images,
         "node-ns": cmd_node_ns,
+        "kueue-exec": kueue.cmd_kueue_exec,
         "up": lifecycle.cmd_up,
         "down": lifecycle.cmd_down,
         "status": cmd_status,

@@ -21,10 +21,13 @@ a JobSet without it never depends on the Kueue process. Kueue's webhooks for oth
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from .common import KUEUE_MOD, env_flag, log
+from .common import ENTRY, KUEUE_MOD, die, env_flag, log
 from .gobuild import gomod_require, module_dir
 from .kube import (
     Kube,
@@ -116,19 +119,43 @@ def config(up: Launch, certdir: Path) -> dict:
 
 
 def start_manager(up: Launch, kueue_bin: Path) -> None:
-    """The manager with a generated configuration and a webhook certificate of our CA."""
+    """The manager with a generated configuration and a webhook certificate of our CA.
+
+    Kueue v0.17 loads a metrics certificate from the fixed path ``/etc/kueue/metrics/certs``
+    whenever its internal certificates are off (even with metrics off; ``cmd/kueue/main.go``).
+    So it runs in a private mount namespace (``unshare --mount``) whose ``/etc`` is a read-only
+    overlay of the host's ``/etc`` and ``<state>/kueue/etc`` (``kueue-exec``): the host's
+    ``/etc`` never changes, and the mount goes away with the process."""
+    if os.geteuid() != 0:
+        die(
+            "Kueue runs in a private mount namespace, which needs root (Kueue v0.17 reads a "
+            "certificate from /etc/kueue/metrics/certs); DEVCLUSTER_KUEUE=0 turns Kueue off"
+        )
     kdir = up.root / "kueue"
     certdir = kdir / "certs"
-    certdir.mkdir(parents=True)
+    metrics = kdir / "etc" / "kueue" / "metrics" / "certs"
+    for d in (certdir, metrics):
+        d.mkdir(parents=True)
     make_leaf(
         up.pki, "kueue-webhook", "/CN=kueue-webhook", "serverAuth", "IP:127.0.0.1,DNS:localhost"
     )
-    shutil.copy(up.pki / "kueue-webhook.crt", certdir / "tls.crt")
-    shutil.copy(up.pki / "kueue-webhook.key", certdir / "tls.key")
+    for d in (certdir, metrics):  # metrics are off: the second copy is only loaded
+        shutil.copy(up.pki / "kueue-webhook.crt", d / "tls.crt")
+        shutil.copy(up.pki / "kueue-webhook.key", d / "tls.key")
     (kdir / "config.yaml").write_text(json.dumps(config(up, certdir), indent=2))
     up.start(
         "kueue",
         [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            sys.executable,
+            str(ENTRY),
+            "kueue-exec",
+            "--state-dir",
+            str(up.root),
+            "--",
             str(kueue_bin / "kueue"),
             f"--config={kdir / 'config.yaml'}",
             f"--kubeconfig={up.kubeconfig}",
@@ -136,6 +163,23 @@ def start_manager(up: Launch, kueue_bin: Path) -> None:
         ],
         health={"url": f"http://127.0.0.1:{up.ports['kueue-health']}/readyz"},
     )
+
+
+def cmd_kueue_exec(args) -> int:
+    """Inside ``unshare --mount``: lay ``<state>/kueue/etc`` over ``/etc`` (read-only
+    overlay), then become the Kueue manager."""
+    extra = Path(args.state_dir) / "kueue" / "etc"
+    r = subprocess.run(
+        ["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={extra}:/etc", "/etc"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if r.returncode != 0:
+        raise SystemExit(f"mounting the overlay on /etc failed: {r.stderr.strip()}")
+    argv = [a for a in args.argv if a != "--"]
+    os.execv(argv[0], argv)
+    return 1
 
 
 def webhook_configs(bin_dir: Path, root: Path, mod: Path, port: int) -> list[dict]:
