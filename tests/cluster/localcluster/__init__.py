@@ -7,7 +7,7 @@
 * ``controlplane``: etcd, kube-apiserver, controller-manager, scheduler, kwok and its nodes;
 * ``logserver``: the fake nodes' containerLogs API; ``auth``: the token webhook and
   short-lived credentials (also a script of its own);
-* ``jobset``: the JobSet CRD, manager and webhooks;
+* ``jobset``: the JobSet CRD, manager and webhooks; ``kueue``: Kueue and its queues;
 * ``node``, ``node_host``, ``node_config``: the real node (containerd, kubelet, CoreDNS,
   bridge, cgroups); ``images``: its images;
 * ``health``: ``status``; ``lifecycle``: ``up``/``down``/``restart``/``watchdog``; ``cli``: the
