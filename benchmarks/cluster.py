@@ -137,6 +137,8 @@ class BenchCluster:
             os.environ,
             DEVCLUSTER_STATE_DIR=str(state_dir),
             DEVCLUSTER_REAL_NODE="0",
+            # no Kueue: the recorded results were measured without its controller watching
+            DEVCLUSTER_KUEUE="0",
             DEVCLUSTER_NODE_PODS=str(NODE_PODS),
             DEVCLUSTER_APISERVER_ARGS=" ".join(flags),
         )

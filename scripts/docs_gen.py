@@ -8,7 +8,8 @@ drift from what the project does:
   ``kfp_components/launcher.py`` (read from the source, with the launcher's error table).
 * ``reference/devcluster.md``: the pod annotations of the devcluster, from the table in
   ``tests/cluster/README.md``, checked against the annotations ``kwok-stages.yaml`` and
-  ``devcluster.py`` really read (a mismatch fails the build).
+  the log server (``tests/cluster/localcluster/logserver.py``) really read (a mismatch fails
+  the build).
 * ``reference/matrix.md``: the tested versions, from the lock files in ``requirements/`` and
   the tests marked ``airflow_matrix``.
 
@@ -246,7 +247,8 @@ def devcluster_page(root: Path = ROOT) -> str:
     cluster = root / "tests/cluster"
     rows = documented_annotations((cluster / "README.md").read_text())
     used = used_annotations(
-        (cluster / "kwok-stages.yaml").read_text(), (cluster / "devcluster.py").read_text()
+        (cluster / "kwok-stages.yaml").read_text(),
+        (cluster / "localcluster" / "logserver.py").read_text(),
     )
     documented = {key for key, _, _ in rows}
     if documented != used:

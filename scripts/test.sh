@@ -56,6 +56,13 @@ case "${DEVCLUSTER_REAL_NODE:-1}" in
     not_alone=(-m "not alone and not realnode"); only_alone=(-m "alone and not realnode")
     echo "DEVCLUSTER_REAL_NODE=${DEVCLUSTER_REAL_NODE}: real-node tests deselected" ;;
 esac
+# Likewise the Kueue tests without Kueue (DEVCLUSTER_KUEUE=0, or DEVCLUSTER_JOBSET=0).
+case "${DEVCLUSTER_KUEUE:-1}${DEVCLUSTER_JOBSET:-1}" in
+  *0*|*false*|*no*|*off*)
+    kfp_select=(-m "(${kfp_select[1]}) and not kueue")
+    not_alone=(-m "${not_alone[1]} and not kueue"); only_alone=(-m "${only_alone[1]} and not kueue")
+    echo "Kueue off: Kueue tests deselected" ;;
+esac
 # The core's cluster tests run once (both sides share the core's one client); its pure
 # tests run on both sides, since validation reads the batch/v1 schema of each side's client.
 # tests/bench: the benchmarks' pure parts and their smoke profile (`make bench`'s code, tiny

@@ -35,9 +35,9 @@ from typing import Any
 
 from soak.mix import Plan, dag_source
 from tests.airflow._harness import AirflowProcesses, airflow_processes
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.identities import Identity, bind_role, identity
+from tests.cluster.localcluster import auth as devcluster_auth
 from tests.cluster.pytest_devcluster import DevCluster
 
 __all__ = ["TOKEN_TTL", "Soak", "render", "run_soak", "summarise"]

@@ -40,9 +40,9 @@ from typing import Any
 import pytest
 
 from tests.airflow.test_rbac_roles import TI, deferred_of
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.identities import Identity, bind_role, identity
+from tests.cluster.localcluster import auth as devcluster_auth
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(600)]
 

@@ -40,9 +40,9 @@ from typing import Any
 import pytest
 
 from tests.airflow._run_op import _TI
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.identities import Identity, bind_role, identity, role_rules
+from tests.cluster.localcluster import auth as devcluster_auth
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(900)]
 

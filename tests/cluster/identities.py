@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import devcluster_auth
+from tests.cluster.localcluster import auth as devcluster_auth
 
 __all__ = ["AIRFLOW_ROLES", "Identity", "bind_role", "identity", "least_privilege", "role_rules"]
 

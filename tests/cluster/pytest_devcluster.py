@@ -13,6 +13,15 @@ Fixtures
     A cluster that is missing or cannot be started FAILS the tests that need it; never a skip.
 ``cluster_namespace`` (function)
     A fresh namespace (default ServiceAccount present), deleted afterwards.
+``kueue`` (session)
+    The devcluster's Kueue (the names of its queues: ``tests/cluster/queues.py``). A cluster
+    without Kueue FAILS the tests that need it (e.g. ``DEVCLUSTER_KUEUE=0``: deselect them with
+    ``-m "not kueue"``).
+``cluster_without_jobset`` (session)
+    A second devcluster without the JobSet controller, CRD and webhooks (``DEVCLUSTER_JOBSET=0``,
+    its own state folder ``.devcluster-nojobset/``, no real node unless
+    ``DEVCLUSTER_NOJOBSET_REAL_NODE=1``), for the native backend: started on first use, stopped at
+    the end of the session (or by its watchdog if the session dies).
 ``real_node`` (session)
     The devcluster's real node (kubelet + containerd): its name, how to place a pod on it
     (:meth:`RealNode.place`), its images and its shared host folder. A cluster without a Ready
@@ -21,6 +30,7 @@ Fixtures
 
 Marker ``cluster``: every test carrying it gets the ``devcluster`` fixture automatically.
 Marker ``realnode``: the test runs containers on the real node (gets ``real_node``; implies
+``cluster``). Marker ``kueue``: the test queues JobSets with Kueue (gets ``kueue``; implies
 ``cluster``).
 
 Needs the ``kubernetes`` Python client (30.x-37.x) only when a cluster test runs.
@@ -68,6 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "realnode: runs real containers on the devcluster's real node (kubelet)"
     )
     config.addinivalue_line(
+        "markers", "kueue: queues JobSets with the devcluster's Kueue (DEVCLUSTER_KUEUE)"
+    )
+    config.addinivalue_line(
         "markers",
         "alone: needs the cluster to itself (restarts its components, or loads the machine "
         "so much that timings beside it mean nothing); scripts/test.sh runs these after the "
@@ -102,7 +115,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _wants_cluster(item: pytest.Item) -> bool:
-    return bool(item.get_closest_marker("cluster") or item.get_closest_marker("realnode"))
+    return any(item.get_closest_marker(m) for m in ("cluster", "realnode", "kueue"))
 
 
 _BUILD_ERROR: list[str] = []
@@ -131,6 +144,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def _devcluster_for_cluster_marker(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("kueue") is not None:
+        request.getfixturevalue("kueue")
     if request.node.get_closest_marker("realnode") is not None:
         request.getfixturevalue("real_node")
     elif request.node.get_closest_marker("cluster") is not None:
@@ -271,17 +286,24 @@ class DevCluster:
         return {n.metadata.name: dict(n.metadata.labels or {}) for n in self.core.list_node().items}
 
 
-def _run_devcluster(args: list[str], request: pytest.FixtureRequest, stream: bool) -> str:
+def _run_devcluster(
+    args: list[str],
+    request: pytest.FixtureRequest,
+    stream: bool,
+    env: dict[str, str] | None = None,
+) -> str:
     """Run devcluster.py; with stream=True its progress goes straight to the terminal."""
     cmd = [sys.executable, str(DEVCLUSTER_PY), *args]
     capman = request.config.pluginmanager.getplugin("capturemanager")
     if stream and capman is not None:
         with capman.global_and_fixture_disabled():
             sys.stderr.write(f"\n[pytest-devcluster] {' '.join(args)}\n")
-            proc = subprocess.run(cmd, check=False, stdout=sys.stderr, stderr=subprocess.STDOUT)
+            proc = subprocess.run(
+                cmd, check=False, stdout=sys.stderr, stderr=subprocess.STDOUT, env=env
+            )
         out = ""
     else:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
         out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(
@@ -425,3 +447,63 @@ def cluster_namespace(devcluster: DevCluster) -> Iterator[str]:
         yield name
     finally:
         devcluster.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def kueue(devcluster: DevCluster) -> str:
+    """The devcluster's ClusterQueue, once Kueue answers; a test failure when there is none."""
+    from tests.cluster.queues import CLUSTER_QUEUE
+
+    try:
+        cq = devcluster.custom.get_cluster_custom_object(
+            "kueue.x-k8s.io", "v1beta2", "clusterqueues", CLUSTER_QUEUE
+        )
+    except Exception as e:
+        why = (
+            "Kueue is off (DEVCLUSTER_KUEUE=0)"
+            if os.environ.get("DEVCLUSTER_KUEUE", "1").strip().lower() in ("0", "false")
+            else f"the ClusterQueue {CLUSTER_QUEUE} cannot be read ({e})"
+        )
+        pytest.fail(
+            f'this test queues JobSets with Kueue, but {why}; deselect with -m "not kueue"',
+            pytrace=False,
+        )
+    return str(cq["metadata"]["name"])
+
+
+def _nojobset_state_dir() -> Path:
+    """One state folder per test process (pytest-xdist workers each start their own)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    name = ".devcluster-nojobset" + (f"-{worker}" if worker else "")
+    return HERE.parent.parent / name
+
+
+@pytest.fixture(scope="session")
+def cluster_without_jobset(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
+    """A devcluster without JobSet (no CRD, controller or webhooks), started on first use."""
+    state = _nojobset_state_dir()
+    env = dict(
+        os.environ,
+        DEVCLUSTER_STATE_DIR=str(state),
+        DEVCLUSTER_JOBSET="0",
+        DEVCLUSTER_REAL_NODE=os.environ.get("DEVCLUSTER_NOJOBSET_REAL_NODE", "0"),
+    )
+    env.pop("KUBECONFIG", None)
+    started = False
+    if not _healthy(state):
+        try:
+            _run_devcluster(["up", "--owner-pid", str(os.getpid())], request, True, env)
+        except Exception as e:
+            subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False, env=env)
+            pytest.fail(f"could not start the devcluster without JobSet: {e}", pytrace=False)
+        started = _owner_of(state) == os.getpid()
+    dc = DevCluster(kubeconfig=state / "kubeconfig", started_here=started, state_dir=state)
+    try:
+        dc.core.list_node()
+        groups = {g.name for g in dc._client("ApisApi").get_api_versions().groups}
+        if JOBSET_GROUP in groups:
+            pytest.fail(f"the cluster in {state} serves {JOBSET_GROUP}", pytrace=False)
+        yield dc
+    finally:
+        if dc.started_here:
+            _run_devcluster(["down", "--force"], request, False, env)

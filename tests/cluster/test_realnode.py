@@ -29,8 +29,8 @@ import pytest
 
 from jobset_core import jax_multislice, labels, leader_workers, pytorch_ddp
 from jobset_core.models import JobSet
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.localcluster import auth as devcluster_auth
 from tests.cluster.pytest_devcluster import PYTHON_IMAGE, SHELL_IMAGE, DevCluster, RealNode
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]

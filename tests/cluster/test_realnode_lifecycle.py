@@ -92,87 +92,74 @@ def host_snapshot() -> dict[str, Any]:
     }
 
 
-def test_a_second_cluster_gets_its_own_node_and_a_crash_leaves_nothing_behind(
-    devcluster: DevCluster, real_node: RealNode, tmp_path: Path
-) -> None:
-    before = host_snapshot()
-    state = tmp_path / "second"
-    up = devcluster_cmd(state, "up")
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        record = json.loads((state / "state.json").read_text())
-        second, first = record["real_node"], real_node.record
-        for key in ("bridge", "subnet", "node_ip", "cgroup"):
-            assert second[key] != first[key], key
-        first_ports = json.loads((devcluster.state_dir / "state.json").read_text())["ports"]  # type: ignore[operator]
-        assert record["ports"]["kubelet-real"] != first_ports["kubelet-real"]
-        sockets = [
-            Path(rn["dir"]) / "var-lib" / "kubelet" / "device-plugins" / "kubelet.sock"
-            for rn in (first, second)
-        ]
-        assert all(s.exists() for s in sockets), sockets  # one per cluster, none in /var/lib
+def _assert_own_node(record: dict, first: dict, first_state: Path) -> None:
+    """The second cluster's node has its own bridge, range, cgroup, ports and sockets."""
+    second = record["real_node"]
+    for key in ("bridge", "subnet", "node_ip", "cgroup"):
+        assert second[key] != first[key], key
+    first_ports = json.loads((first_state / "state.json").read_text())["ports"]
+    assert record["ports"]["kubelet-real"] != first_ports["kubelet-real"]
+    sockets = [
+        Path(rn["dir"]) / "var-lib" / "kubelet" / "device-plugins" / "kubelet.sock"
+        for rn in (first, second)
+    ]
+    assert all(s.exists() for s in sockets), sockets  # one per cluster, none in /var/lib
 
-        # a pod on the second cluster's real node
-        kubectl = [
-            str(Path(record["bin_dir"]) / "kubectl"),
-            "--kubeconfig",
-            str(state / "kubeconfig"),
-        ]
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "survivor", "namespace": "default"},
-            "spec": RealNode.place(
-                {
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": SHELL_IMAGE,
-                            "imagePullPolicy": "Never",
-                            "command": ["sleep", "3600"],
-                        }
-                    ]
-                }
-            ),
-        }
-        subprocess.run(
-            [*kubectl, "apply", "-f", "-"],
-            input=json.dumps(pod),
-            text=True,
-            check=True,
-            capture_output=True,
-        )
-        subprocess.run(
-            [*kubectl, "wait", "--for=condition=Ready", "pod/survivor", "--timeout=120s"],
-            check=True,
-            capture_output=True,
-        )
-        ip = subprocess.run(
-            [*kubectl, "get", "pod", "survivor", "-o", "jsonpath={.status.podIP}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        assert ip.startswith(second["subnet"].rsplit(".", 1)[0] + ".")
 
-        # crash: SIGKILL every process the second cluster recorded
-        recorded = [c["pid"] for c in record["components"].values()]
-        for pid in recorded:
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(
-            Path(f"/proc/{p}/status").exists()
-            and "State:\tZ" not in Path(f"/proc/{p}/status").read_text()
-            for p in recorded
-        ):
-            time.sleep(0.2)
-        left = processes_in(second["cgroup"])
-        assert left, "the pod's processes (shim, pause, sleep) outlive the kubelet and containerd"
-    finally:
-        down = devcluster_cmd(state, "down", "--force")
-    assert down.returncode == 0, down.stdout + down.stderr
+def _run_pod(state: Path, record: dict) -> None:
+    """A pod on the second cluster's real node, Ready, with an IP of its range."""
+    kubectl = [str(Path(record["bin_dir"]) / "kubectl"), "--kubeconfig", str(state / "kubeconfig")]
+    container = {
+        "name": "c",
+        "image": SHELL_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": ["sleep", "3600"],
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "survivor", "namespace": "default"},
+        "spec": RealNode.place({"containers": [container]}),
+    }
+    subprocess.run(
+        [*kubectl, "apply", "-f", "-"],
+        input=json.dumps(pod),
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [*kubectl, "wait", "--for=condition=Ready", "pod/survivor", "--timeout=120s"],
+        check=True,
+        capture_output=True,
+    )
+    ip = subprocess.run(
+        [*kubectl, "get", "pod", "survivor", "-o", "jsonpath={.status.podIP}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert ip.startswith(record["real_node"]["subnet"].rsplit(".", 1)[0] + ".")
 
-    # nothing of the second cluster is left, from its record alone
+
+def _crash(record: dict) -> None:
+    """SIGKILL every process the cluster recorded; the pod's processes stay behind."""
+    recorded = [c["pid"] for c in record["components"].values()]
+    for pid in recorded:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(
+        Path(f"/proc/{p}/status").exists()
+        and "State:\tZ" not in Path(f"/proc/{p}/status").read_text()
+        for p in recorded
+    ):
+        time.sleep(0.2)
+    left = processes_in(record["real_node"]["cgroup"])
+    assert left, "the pod's processes (shim, pause, sleep) outlive the kubelet and containerd"
+
+
+def _assert_nothing_left(second: dict, state: Path, before: dict) -> None:
+    """Nothing of the second cluster is left, from its record alone."""
     assert processes_in(second["cgroup"]) == set()
     assert not [
         str(m / second["cgroup"]) for m in cgroup_mounts() if (m / second["cgroup"]).exists()
@@ -181,7 +168,27 @@ def test_a_second_cluster_gets_its_own_node_and_a_crash_leaves_nothing_behind(
     assert not Path(second["dir"]).exists()
     assert mounts_mentioning(state) == []
     assert host_snapshot() == before
+
+
+def test_a_second_cluster_gets_its_own_node_and_a_crash_leaves_nothing_behind(
+    devcluster: DevCluster, real_node: RealNode, tmp_path: Path
+) -> None:
+    before = host_snapshot()
+    state = tmp_path / "second"
+    assert devcluster.state_dir is not None
+    up = devcluster_cmd(state, "up")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        record = json.loads((state / "state.json").read_text())
+        _assert_own_node(record, real_node.record, devcluster.state_dir)
+        _run_pod(state, record)
+        _crash(record)
+    finally:
+        down = devcluster_cmd(state, "down", "--force")
+    assert down.returncode == 0, down.stdout + down.stderr
+    _assert_nothing_left(record["real_node"], state, before)
     # and the first cluster did not notice
-    status = devcluster_cmd(devcluster.state_dir, "status", "--json")  # type: ignore[arg-type]
+    first = real_node.record
+    status = devcluster_cmd(devcluster.state_dir, "status", "--json")
     assert json.loads(status.stdout)["healthy"], status.stdout
     assert Path(f"/sys/class/net/{first['bridge']}").exists()

@@ -18,8 +18,8 @@ import pytest
 
 from jobset_core.models import JobSet
 from jobset_core.outcome import Phase
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.localcluster import auth as devcluster_auth
 from tests.core._runs import FLAVOURS, open_face
 
 pytestmark = pytest.mark.cluster

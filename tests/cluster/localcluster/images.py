@@ -1,10 +1,10 @@
 """The real node's container images, built without a registry (standard library only).
 
-Imported by ``devcluster.py``. Each image is built from Debian packages (``mmdebstrap
---variant=extract`` with the machine's own apt sources) and PyPI (``uv`` with a hashed lock),
-packed by :mod:`ociarchive` into a deterministic OCI archive, and cached in
-``~/.cache/airflow-provider-jobset/images/<name>-<key>/image.tar``, where ``<key>`` hashes the
-image's inputs (package lists, the lock file, the program files, this recipe). ``up``
+Built by ``devcluster.py images`` (and ``build``, ``up``). Each image is built from Debian
+packages (``mmdebstrap --variant=extract`` with the machine's own apt sources) and PyPI (``uv``
+with a hashed lock), packed by :mod:`ociarchive` into a deterministic OCI archive, and cached
+in ``~/.cache/airflow-provider-jobset/images/<name>-<key>/image.tar``, where ``<key>`` hashes
+the image's inputs (package lists, the lock file, the program files, this recipe). ``up``
 imports the archives into the node's containerd; nothing is ever pulled.
 
 * ``devcluster.local/pause:1``: the sandbox image, ``tests/cluster/nodetools/pause`` (Go);
@@ -27,8 +27,10 @@ import time
 import urllib.parse
 from pathlib import Path
 
-import devcluster as dc
-import ociarchive
+from .. import ociarchive
+from .common import HERE, REPO, cache_root, die, fmt_secs, log
+from .gobuild import build_lock
+from .procs import log_tail
 
 #: Bump when a recipe below changes in a way that must rebuild the images.
 IMAGE_RECIPE = "2"
@@ -38,8 +40,8 @@ PYTHON_REF = "devcluster.local/python-jax:1"
 #: File times in every layer are clamped to this (the images do not depend on the date).
 EPOCH = 0
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
-PY_LOCK = dc.HERE / "images" / "python.txt"
-WORKLOADS = dc.REPO / "examples" / "workloads"
+PY_LOCK = HERE / "images" / "python.txt"
+WORKLOADS = REPO / "examples" / "workloads"
 WORKLOADS_IN_IMAGE = "/opt/jobset-examples"
 #: Debian packages of the Python image (versions: the machine's Debian release).
 PYTHON_PACKAGES = ["python3-minimal", "libpython3-stdlib", "libstdc++6", "dash", "busybox-static"]
@@ -53,7 +55,7 @@ DROP = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", 
 
 
 def images_root() -> Path:
-    return dc.cache_root().parent / "images"
+    return cache_root().parent / "images"
 
 
 def _sha(*parts: bytes | str) -> str:
@@ -73,7 +75,7 @@ def debian_suite() -> str:
         for line in Path("/etc/os-release").read_text().splitlines():
             if line.startswith("VERSION_CODENAME="):
                 return line.split("=", 1)[1].strip().strip('"')
-    dc.die("cannot tell the Debian release (/etc/os-release has no VERSION_CODENAME)")
+    die("cannot tell the Debian release (/etc/os-release has no VERSION_CODENAME)")
     return ""
 
 
@@ -89,7 +91,7 @@ def apt_sources() -> list[str]:
     if d.is_dir():
         files += sorted(str(p) for p in d.iterdir() if p.suffix in (".list", ".sources"))
     if not files:
-        dc.die("no apt sources configured (/etc/apt/sources.list[.d]): cannot build images")
+        die("no apt sources configured (/etc/apt/sources.list[.d]): cannot build images")
     return files
 
 
@@ -154,9 +156,9 @@ def build(node_bin: Path, quiet: bool = False) -> dict[str, dict]:
     existing = cached_images(node_bin)
     if existing:
         if not quiet:
-            dc.log(f"images are cached in {images_root()} (warm, nothing to build)")
+            log(f"images are cached in {images_root()} (warm, nothing to build)")
         return existing
-    with dc.build_lock():
+    with build_lock():
         k = keys(node_bin)
         images_root().mkdir(parents=True, exist_ok=True)
         steps = [
@@ -178,7 +180,7 @@ def _build_one(name: str, ref: str, key: str, layers_fn) -> None:
     work = images_root() / f"{name}-{key}.partial-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    dc.log(f"image {ref}: building (cache key {key})")
+    log(f"image {ref}: building (cache key {key})")
     try:
         layers, config, extra = layers_fn(work)
         digest = ociarchive.write_image(
@@ -204,9 +206,9 @@ def _build_one(name: str, ref: str, key: str, layers_fn) -> None:
         os.rename(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    dc.log(
+    log(
         f"image {ref}: {size / 1e6:.0f} MB, {digest[:19]}, built in "
-        f"{dc.fmt_secs(time.monotonic() - t)}"
+        f"{fmt_secs(time.monotonic() - t)}"
     )
 
 
@@ -234,9 +236,7 @@ def _run(cmd: list[str], what: str, log_file: Path, **kw) -> None:
         lf.flush()
         r = subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, check=False, **kw)
     if r.returncode != 0:
-        dc.die(
-            f"{what} failed (exit {r.returncode}); log {log_file}:\n{dc.log_tail(str(log_file))}"
-        )
+        die(f"{what} failed (exit {r.returncode}); log {log_file}:\n{log_tail(str(log_file))}")
 
 
 def _debian_rootfs(rootfs: Path, packages: list[str], work: Path) -> list[str]:
@@ -266,7 +266,7 @@ def _debian_rootfs(rootfs: Path, packages: list[str], work: Path) -> list[str]:
     for rel in ("var/cache/apt", "var/lib/apt/lists", "var/log"):
         shutil.rmtree(rootfs / rel, ignore_errors=True)
         (rootfs / rel).mkdir(parents=True, exist_ok=True)
-    dc.log(f"    Debian rootfs: {len(used)} packages ({dc.fmt_secs(time.monotonic() - t)})")
+    log(f"    Debian rootfs: {len(used)} packages ({fmt_secs(time.monotonic() - t)})")
     return used
 
 
@@ -354,68 +354,18 @@ def _python_base(key: str) -> Path:
     work = images_root() / f"python-base-{key}.partial-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    dc.log(f"    python base layer (cache key {key})")
+    log(f"    python base layer (cache key {key})")
     try:
         rootfs = work / "rootfs"
         debs = _debian_rootfs(rootfs, PYTHON_PACKAGES, work)
         pythons = sorted(p.name for p in (rootfs / "usr" / "bin").glob("python3.*"))
         pythons = [p for p in pythons if re.fullmatch(r"python3\.\d+", p)]
         if not pythons:
-            dc.die(f"no python3.X in the Debian rootfs {rootfs}")
+            die(f"no python3.X in the Debian rootfs {rootfs}")
         py = pythons[-1]
         site = rootfs / "usr" / "local" / "lib" / py / "dist-packages"
-        uv = _uv()
-        t1 = time.monotonic()
-        _run(
-            [
-                uv,
-                "pip",
-                "install",
-                "--quiet",
-                "--target",
-                str(site),
-                "--python-version",
-                py.removeprefix("python"),
-                "--python-platform",
-                WHEEL_PLATFORM,
-                "--no-deps",
-                "--require-hashes",
-                "--no-compile",
-                "--link-mode=copy",
-                "-r",
-                str(PY_LOCK),
-            ],
-            "uv pip install (Python image)",
-            work / "build.log",
-            env=dict(os.environ, UV_CACHE_DIR=str(dc.cache_root().parent / "uv-cache")),
-        )
-        shutil.rmtree(site / "bin", ignore_errors=True)
-        dc.log(f"    PyPI packages from {PY_LOCK.name} ({dc.fmt_secs(time.monotonic() - t1)})")
-        t1 = time.monotonic()
-        # jaxlib's big library carries its full symbol table (~100 MB): drop it (dynamic
-        # symbols stay). Wheels repaired with patchelf are left alone.
-        for so in sorted((site / "jaxlib").rglob("*.so")):
-            _run(["strip", "--strip-unneeded", str(so)], f"strip {so.name}", work / "build.log")
-        _busybox_applets(rootfs)
-        _etc(rootfs)
-        _compile(rootfs, py, work)
-        check = subprocess.run(
-            [
-                CHROOT,
-                str(rootfs),
-                f"/usr/bin/{py}",
-                "-c",
-                "import jax, jax.numpy, numpy, kubernetes, kubernetes_asyncio, pydantic, yaml;"
-                "print(jax.__version__)",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        if check.returncode != 0:
-            dc.die(f"the Python image cannot import its packages:\n{check.stderr[-3000:]}")
-        dc.log(f"    strip, byte code, import check ({dc.fmt_secs(time.monotonic() - t1)})")
+        _pypi_install(site, py, work)
+        jax_version = _finish_python_rootfs(rootfs, site, py, work)
         comment = f"python base: Debian {' '.join(debs)}; PyPI {PY_LOCK.name}"
         layer = _layer(rootfs, work / "layer.tar", comment)
         meta = {
@@ -424,7 +374,7 @@ def _python_base(key: str) -> Path:
             "comment": comment,
             "debian_packages": debs,
             "python": py,
-            "jax": check.stdout.strip(),
+            "jax": jax_version,
             "pypi_lock_sha256": _file_sha(PY_LOCK),
             "build_seconds": round(time.monotonic() - t, 1),
         }
@@ -434,10 +384,69 @@ def _python_base(key: str) -> Path:
         os.rename(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    dc.log(
-        f"    python base layer: {meta['size'] / 1e6:.0f} MB ({dc.fmt_secs(time.monotonic() - t)})"
-    )
+    log(f"    python base layer: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
     return final
+
+
+def _pypi_install(site: Path, py: str, work: Path) -> None:
+    """The locked PyPI packages, from their hashed wheels, into the image's site folder."""
+    t1 = time.monotonic()
+    _run(
+        [
+            _uv(),
+            "pip",
+            "install",
+            "--quiet",
+            "--target",
+            str(site),
+            "--python-version",
+            py.removeprefix("python"),
+            "--python-platform",
+            WHEEL_PLATFORM,
+            "--no-deps",
+            "--require-hashes",
+            "--no-compile",
+            "--link-mode=copy",
+            "-r",
+            str(PY_LOCK),
+        ],
+        "uv pip install (Python image)",
+        work / "build.log",
+        env=dict(os.environ, UV_CACHE_DIR=str(cache_root().parent / "uv-cache")),
+    )
+    shutil.rmtree(site / "bin", ignore_errors=True)
+    log(f"    PyPI packages from {PY_LOCK.name} ({fmt_secs(time.monotonic() - t1)})")
+
+
+def _finish_python_rootfs(rootfs: Path, site: Path, py: str, work: Path) -> str:
+    """Strip jaxlib, add busybox's applets and /etc, byte-compile, and check that the image's
+    Python imports its packages; return the JAX version it reports."""
+    t1 = time.monotonic()
+    # jaxlib's big library carries its full symbol table (~100 MB): drop it (dynamic
+    # symbols stay). Wheels repaired with patchelf are left alone.
+    for so in sorted((site / "jaxlib").rglob("*.so")):
+        _run(["strip", "--strip-unneeded", str(so)], f"strip {so.name}", work / "build.log")
+    _busybox_applets(rootfs)
+    _etc(rootfs)
+    _compile(rootfs, py, work)
+    check = subprocess.run(
+        [
+            CHROOT,
+            str(rootfs),
+            f"/usr/bin/{py}",
+            "-c",
+            "import jax, jax.numpy, numpy, kubernetes, kubernetes_asyncio, pydantic, yaml;"
+            "print(jax.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    if check.returncode != 0:
+        die(f"the Python image cannot import its packages:\n{check.stderr[-3000:]}")
+    log(f"    strip, byte code, import check ({fmt_secs(time.monotonic() - t1)})")
+    return check.stdout.strip()
 
 
 def _compile(rootfs: Path, py: str, work: Path) -> None:
@@ -468,11 +477,11 @@ def _compile(rootfs: Path, py: str, work: Path) -> None:
 
 def _uv() -> str:
     r = subprocess.run(
-        ["bash", str(dc.REPO / "scripts" / "venv.sh"), "uv"],
+        ["bash", str(REPO / "scripts" / "venv.sh"), "uv"],
         capture_output=True,
         text=True,
         check=False,
     )
     if r.returncode != 0:
-        dc.die(f"scripts/venv.sh uv failed:\n{r.stderr}")
+        die(f"scripts/venv.sh uv failed:\n{r.stderr}")
     return r.stdout.strip().splitlines()[-1]

@@ -9,7 +9,7 @@
   the tokens :func:`mint` issues as the user and groups they name, and refuses everything
   else. Other tests never meet it: client
   certificates and service-account tokens are accepted before the webhook is asked.
-* **Tokens that expire**: ``devcluster_auth.py token --user U --ttl N`` prints an
+* **Tokens that expire**: ``auth.py token --user U --ttl N`` prints an
   ``ExecCredential`` with a fresh token valid for ``N`` seconds: the command of an exec-plugin
   kubeconfig (:func:`exec_kubeconfig`), run by the client every time it wants a token.
   ``token-file`` keeps a file rotated the way the kubelet rotates a projected
