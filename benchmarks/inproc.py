@@ -107,7 +107,8 @@ def measure_dagparse(spec: dict[str, Any]) -> dict[str, Any]:
     import yaml
     from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
 
-    from airflow_provider_jobset.operators import JobSetOperator, _parse_time_source
+    from airflow_provider_jobset._request import _parse_time_source
+    from airflow_provider_jobset.operators import JobSetOperator
 
     text = _jobset_text()
     path = os.path.join(spec["work"], "job.yaml")

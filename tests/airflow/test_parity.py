@@ -44,8 +44,8 @@ import yaml
 
 from jobset_core import labels
 from tests.airflow._harness import AirflowProcesses, airflow_processes
-from tests.cluster import devcluster_auth
 from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.localcluster import auth as devcluster_auth
 
 # alone: it times the ways against each other (2 s), which other tests' load would blur.
 pytestmark = [
