@@ -172,6 +172,19 @@ class JobSetHook(BaseHook):
         }
         self._config: ConnectionConfig | None = None
 
+    @classmethod
+    def of(cls, task: Any) -> JobSetHook:
+        """The hook of a task, sensor or trigger that carries the connection arguments
+        (``kubernetes_conn_id``, ``config_file``, ``cluster_context``, ``in_cluster`` and, when
+        it has one, ``namespace``)."""
+        return cls(
+            task.kubernetes_conn_id,
+            config_file=task.config_file,
+            cluster_context=task.cluster_context,
+            in_cluster=task.in_cluster,
+            namespace=getattr(task, "namespace", None),
+        )
+
     # ------------------------------------------------------------------ connection
 
     def _extras(self) -> dict[str, Any]:

@@ -213,13 +213,7 @@ class JobSetOperator(BaseOperator):
     @functools.cached_property
     def hook(self) -> JobSetHook:
         """The hook over the task's connection (built once per task)."""
-        return JobSetHook(
-            self.kubernetes_conn_id,
-            config_file=self.config_file,
-            cluster_context=self.cluster_context,
-            in_cluster=self.in_cluster,
-            namespace=self.namespace,
-        )
+        return JobSetHook.of(self)
 
     def build_request(self, identity: TaskIdentity, namespace: str, **changes: Any) -> RunRequest:
         """The try's request: the JobSet named for its task instance (``name``, else a

@@ -172,13 +172,7 @@ class JobSetSensor(BaseSensorOperator):
     @property
     def hook(self) -> JobSetHook:
         """The hook over the sensor's connection."""
-        return JobSetHook(
-            self.kubernetes_conn_id,
-            config_file=self.config_file,
-            cluster_context=self.cluster_context,
-            in_cluster=self.in_cluster,
-            namespace=self.namespace,
-        )
+        return JobSetHook.of(self)
 
     # ------------------------------------------------------------------ looking
 

@@ -87,12 +87,7 @@ class JobSetTrigger(BaseTrigger):
         )
 
     def _hook(self) -> JobSetHook:
-        return JobSetHook(
-            self.kubernetes_conn_id,
-            config_file=self.config_file,
-            cluster_context=self.cluster_context,
-            in_cluster=self.in_cluster,
-        )
+        return JobSetHook.of(self)  # the trigger has no namespace: the connection's stands
 
     def _what(self) -> str:
         return f"JobSet {self.handle.namespace}/{self.handle.name}"

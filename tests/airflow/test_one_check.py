@@ -14,6 +14,7 @@ from airflow_provider_jobset.operators import JobSetOperator
 from jobset_core import cli, leader_workers
 from jobset_core.errors import SpecError
 from kfp_components import launcher
+from tests.kfp._inputs import GOOD_INPUTS
 
 pytestmark = pytest.mark.airflow
 
@@ -75,25 +76,10 @@ def test_the_namespace_is_refused_alike() -> None:
     operator = _operator(namespace="BAD NS!")
     with pytest.raises(SpecError) as raised:
         launcher.check_launch_inputs(
-            **{**_LAUNCH, "namespace": "BAD NS!"},
+            **{**GOOD_INPUTS, "namespace": "BAD NS!"},
         )
     kfp = raised.value.problems[0].message
     err = io.StringIO()
     assert cli.main(["run", "x.yaml", "-n", "BAD NS!"], stdout=io.StringIO(), stderr=err) == 2
     flag = err.getvalue().split("argument -n/--namespace: ", 1)[1].strip()
     assert operator == kfp == flag, (operator, kfp, flag)
-
-
-_LAUNCH = {
-    "jobset": "kind: JobSet",
-    "jobset_dict": None,
-    "namespace": "",
-    "backend": "auto",
-    "timeout_seconds": 0,
-    "delete_policy": "on_timeout",
-    "follow_logs": False,
-    "log_replicated_job": "",
-    "log_job_index": 0,
-    "log_pod_index": 0,
-    "task_config_replicated_jobs": None,
-}

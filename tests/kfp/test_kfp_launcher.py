@@ -24,6 +24,7 @@ from jobset_core.outcome import Outcome, Phase
 from kfp_components import launcher
 from kfp_components._launch import LaunchResult, Terminated
 from kfp_components._struct import from_struct
+from tests.kfp._inputs import GOOD_INPUTS
 
 pytestmark = pytest.mark.kfp
 
@@ -157,19 +158,7 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-_GOOD_INPUTS: dict[str, Any] = {
-    "jobset": "kind: JobSet",
-    "jobset_dict": None,
-    "namespace": "",
-    "backend": "auto",
-    "timeout_seconds": 0,
-    "delete_policy": "on_timeout",
-    "follow_logs": False,
-    "log_replicated_job": "",
-    "log_job_index": 0,
-    "log_pod_index": 0,
-    "task_config_replicated_jobs": None,
-}
+_GOOD_INPUTS = GOOD_INPUTS
 
 
 @pytest.mark.parametrize(

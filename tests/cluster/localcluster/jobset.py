@@ -115,29 +115,19 @@ def webhook_configs(bin_dir: Path, root: Path, jobset_dir: Path, port: int) -> l
     return result
 
 
-PROBE_JOBSET = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "metadata": {"name": "devcluster-webhook-probe"},
-    "spec": {
-        "replicatedJobs": [
-            {
-                "name": "w",
-                "replicas": 1,
-                "template": {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [{"name": "c", "image": "busybox"}],
-                            }
-                        }
-                    }
-                },
-            }
-        ]
-    },
-}
+def probe_jobset(name: str, labels: dict[str, str] | None = None) -> dict:
+    """A one-pod JobSet for a server-side dry run that shows whether webhooks answer."""
+    pod = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+    rjob = {"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"replicatedJobs": [rjob]},
+    }
+
+
+PROBE_JOBSET = probe_jobset("devcluster-webhook-probe")
 
 
 def webhook_works(kube: Kube) -> bool:

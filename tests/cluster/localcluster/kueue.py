@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .common import ENTRY, KUEUE_MOD, die, env_flag, log
 from .gobuild import gomod_require, module_dir
+from .jobset import probe_jobset
 from .kube import (
     Kube,
     crd_established,
@@ -204,29 +205,7 @@ def webhook_configs(bin_dir: Path, root: Path, mod: Path, port: int) -> list[dic
     return result
 
 
-PROBE = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "metadata": {"name": "devcluster-kueue-probe", "labels": {QUEUE_LABEL: "devcluster-probe"}},
-    "spec": {
-        "replicatedJobs": [
-            {
-                "name": "w",
-                "replicas": 1,
-                "template": {
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [{"name": "c", "image": "busybox"}],
-                            }
-                        }
-                    }
-                },
-            }
-        ]
-    },
-}
+PROBE = probe_jobset("devcluster-kueue-probe", {QUEUE_LABEL: "devcluster-probe"})
 
 
 def webhook_works(kube: Kube) -> bool:
