@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_jobset.triggers import JobSetTrigger
-from jobset_core.lifecycle import Verdict
+from jobset_core.lifecycle import Deadline, Handle, RunRequest, Verdict
 from jobset_core.observe import shared_stats
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
@@ -39,6 +39,15 @@ def body(name: str, annotations: dict[str, str], *, suspend: bool = False) -> di
             ],
         },
     }
+
+
+def trigger_of(name: str, namespace: str, **request: Any) -> JobSetTrigger:
+    """The trigger a deferred operator hands its JobSet to (``request``: more of the
+    request it carries)."""
+    return JobSetTrigger(
+        handle=Handle(name, namespace, "", "controller"),
+        request=RunRequest(namespace=namespace, on_restart="return", **request),
+    )
 
 
 async def fire(trigger: JobSetTrigger, timeout: float = 120) -> Verdict:
@@ -70,7 +79,7 @@ async def test_triggers_share_one_client_and_one_watch(
     handler = _SlowCallbacks(slow)
     logging.getLogger("asyncio").addHandler(handler)
     try:
-        triggers = [JobSetTrigger(name=n, namespace=cluster_namespace) for n in names]
+        triggers = [trigger_of(n, cluster_namespace) for n in names]
         runs = [asyncio.ensure_future(fire(t)) for t in triggers]
         await asyncio.sleep(2)
         (shared,) = shared_stats().values()  # one observer (one client) for every trigger
@@ -95,7 +104,9 @@ async def test_deadline_fires_timeout(
     devcluster.create_jobset(
         cluster_namespace, body("forever", {"devcluster/never-finish": "true"})
     )
-    trigger = JobSetTrigger(name="forever", namespace=cluster_namespace, deadline=time.time() + 3)
+    trigger = trigger_of(
+        "forever", cluster_namespace, deadline=Deadline(timeout=3).begin(time.time())
+    )
     verdict = await fire(trigger, 60)
     assert verdict.kind == "timeout" and "did not finish within" in verdict.message
     assert devcluster.get_jobset(cluster_namespace, "forever")  # a timeout deletes nothing
@@ -105,7 +116,7 @@ async def test_deleted_jobset_fires_gone(
     cluster_namespace: str, kube_conn: str, devcluster: Any
 ) -> None:
     devcluster.create_jobset(cluster_namespace, body("doomed", {"devcluster/never-finish": "true"}))
-    trigger = JobSetTrigger(name="doomed", namespace=cluster_namespace)
+    trigger = trigger_of("doomed", cluster_namespace)
     run = asyncio.ensure_future(fire(trigger, 90))
     await asyncio.sleep(2)
     devcluster.delete_jobset(cluster_namespace, "doomed")
@@ -117,7 +128,7 @@ async def test_cleanup_never_deletes(
     cluster_namespace: str, kube_conn: str, devcluster: Any
 ) -> None:
     devcluster.create_jobset(cluster_namespace, body("kept", {"devcluster/never-finish": "true"}))
-    trigger = JobSetTrigger(name="kept", namespace=cluster_namespace)
+    trigger = trigger_of("kept", cluster_namespace)
     run = asyncio.ensure_future(fire(trigger))
     await asyncio.sleep(2)
     run.cancel()  # what a triggerer restart does
@@ -196,10 +207,7 @@ async def test_triggers_in_more_namespaces_than_connections_all_fire(
                 )
             )
         started = time.monotonic()
-        runs = [
-            asyncio.ensure_future(fire(JobSetTrigger(name=n, namespace=ns), timeout=600))
-            for ns, n in names
-        ]
+        runs = [asyncio.ensure_future(fire(trigger_of(n, ns), timeout=600)) for ns, n in names]
         # Suspended until every trigger watches (on a loaded machine, JobSets that ran at
         # once ended before the last triggers started, and their informers were gone).
         peak: dict[str, Any] = {}
@@ -267,9 +275,7 @@ async def test_the_trigger_follows_the_logs_while_it_waits(
     document = body("chatty", notes)
     document["spec"]["replicatedJobs"][0]["replicas"] = 2
     devcluster.create_jobset(cluster_namespace, document)
-    trigger = JobSetTrigger(
-        name="chatty", namespace=cluster_namespace, logs=LogOptions(pods="all").to_dict()
-    )
+    trigger = trigger_of("chatty", cluster_namespace, logs=LogOptions(pods="all"))
     said: list[str] = []
     info = trigger.log.info
 

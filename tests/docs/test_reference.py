@@ -21,9 +21,9 @@ DOCUMENTED = [
     ("airflow_provider_jobset/hooks.py", "JobSetHook"),
     ("kfp_components/components.py", "launch_jobset"),
     ("kfp_components/components.py", "cleanup_jobsets"),
-    ("jobset_core/builders.py", "pytorch_ddp"),
-    ("jobset_core/builders.py", "jax_multislice"),
-    ("jobset_core/builders.py", "leader_workers"),
+    ("jobset_core/builders/__init__.py", "pytorch_ddp"),
+    ("jobset_core/builders/__init__.py", "jax_multislice"),
+    ("jobset_core/builders/__init__.py", "leader_workers"),
 ]
 
 
