@@ -151,7 +151,8 @@ def _zero(item: Any) -> Callable[[], Any] | None:
         return int
     if base is bool:
         return bool
-    if isinstance(base, type) and issubclass(base, BaseModel):
+    # get_origin: on Python 3.10 a parametrized generic such as list[int] passes isinstance(type).
+    if isinstance(base, type) and get_origin(base) is None and issubclass(base, BaseModel):
         return dict
     return None
 
@@ -187,9 +188,9 @@ def unknown_fields(
 
 def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
     """The model class inside ``M``, ``M | None``, ``list[M]`` or ``list[M] | None``."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
     origin = get_origin(annotation)
+    if isinstance(annotation, type) and origin is None and issubclass(annotation, BaseModel):
+        return annotation, False
     args = [a for a in get_args(annotation) if a is not type(None)]
     if origin is list and args:
         found = _model_in(args[0])

@@ -157,8 +157,8 @@ def _kubernetes_minor() -> str:
     return "1." + client_version().split(".", 1)[0]
 
 
-#: Bumped when the cached tables change shape.
-_CACHE_FORMAT = 1
+#: Bumped when the cached tables change shape (2: client 37's pydantic models read).
+_CACHE_FORMAT = 2
 
 
 def _fields(class_name: str) -> dict[str, _Field]:
@@ -203,7 +203,14 @@ def cache_file() -> Path:
 
 
 def read_client_tables() -> dict[str, dict[str, _Field]]:
-    """The tables of every generated model class, read from the installed client."""
+    """The tables of every generated model class, read from the installed client.
+
+    Two generations of generated models are read: up to client 36 plain classes whose setters
+    refuse ``None`` for a required field when client-side validation is on (a probe instance
+    tells which ones), from client 37 pydantic models whose ``model_fields`` say it, with type
+    names spelled the ``typing`` way (``List[str]``, ``Dict[str, str]``), read here in the older
+    spelling (``list[str]``, ``dict[str, str]``) so the tables mean the same for both.
+    """
     import kubernetes.client
 
     config = kubernetes.client.Configuration.get_default_copy()
@@ -215,19 +222,46 @@ def read_client_tables() -> dict[str, dict[str, _Field]]:
             continue
         if not hasattr(cls, "attribute_map"):
             continue
-        probe: Any = object.__new__(cls)
-        probe.local_vars_configuration = config
-        out: dict[str, _Field] = {}
-        for attr, type_ in cls.openapi_types.items():
-            try:
-                setattr(probe, attr, None)
-                required = False
-            except ValueError:
-                required = True
-            required = required and (class_name, attr) not in NOT_REQUIRED
-            out[cls.attribute_map[attr]] = _Field(attr, type_, required)
-        tables[class_name] = out
+        required_attrs = _required_attrs(cls, config)
+        tables[class_name] = {
+            cls.attribute_map[attr]: _Field(
+                attr,
+                _type_name(type_),
+                attr in required_attrs and (class_name, attr) not in NOT_REQUIRED,
+            )
+            for attr, type_ in cls.openapi_types.items()
+        }
     return tables
+
+
+def _required_attrs(cls: Any, config: Any) -> set[str]:
+    """The attributes of one generated model class that the API requires."""
+    model_fields = getattr(cls, "model_fields", None)
+    if isinstance(model_fields, Mapping):  # client 37+: a pydantic model
+        return {attr for attr, info in model_fields.items() if info.is_required()}
+    probe: Any = object.__new__(cls)
+    probe.local_vars_configuration = config
+    required: set[str] = set()
+    for attr in cls.openapi_types:
+        try:
+            setattr(probe, attr, None)
+        except ValueError:
+            required.add(attr)
+    return required
+
+
+def _type_name(type_: str) -> str:
+    """A generated type name in the spelling of clients up to 36: ``List[X]`` -> ``list[X]``,
+    ``Dict[str, X]`` -> ``dict[str, X]``, ``bytes`` (base64 in JSON) -> ``str``."""
+    type_ = type_.strip()
+    if type_.startswith("List[") and type_.endswith("]"):
+        return f"list[{_type_name(type_[5:-1])}]"
+    if type_.startswith("Dict[") and type_.endswith("]"):
+        key, _, value = type_[5:-1].partition(",")
+        return f"dict[{key.strip()}, {_type_name(value)}]"
+    if type_ == "bytes":
+        return "str"
+    return type_
 
 
 def check_object(

@@ -260,8 +260,9 @@ def crd_schema(upstream_examples: Any) -> dict[str, Any]:
 
 def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, tuple[str, ...]]:
     """The model class and the Literal values inside an annotation (through lists/Optional)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, ()
+    # get_origin: on Python 3.10 list[M] passes isinstance(type) but is no class.
+    if isinstance(annotation, type) and get_origin(annotation) is None:
+        return (annotation, ()) if issubclass(annotation, BaseModel) else (None, ())
     if str(get_origin(annotation)) == "typing.Literal":
         return None, tuple(get_args(annotation))
     for arg in get_args(annotation):

@@ -26,6 +26,8 @@ from jobset_core.validation._k8s_schema import (
     LIST_MAP_KEYS,
     NOT_REQUIRED,
     QUANTITY_FIELDS,
+    _required_attrs,
+    _type_name,
 )
 from tests.core.conftest import locate_jobset_module
 
@@ -86,7 +88,7 @@ def _fields() -> tuple[Field, ...]:
             attr = by_json.get(key)
             if attr is None:
                 continue  # newer than the installed client
-            type_ = cls.openapi_types[attr]
+            type_ = _type_name(cls.openapi_types[attr])  # client 37 spells List[...], Dict[...]
             yield class_name, attr, type_, child
             inner = _inner(type_)
             if inner.startswith("V1") or inner.startswith("Core"):
@@ -146,18 +148,10 @@ def test_list_map_keys() -> None:
 
 
 def _client_required(class_name: str) -> set[str]:
-    cls = getattr(kubernetes.client, class_name)
+    """What the client requires, before :data:`NOT_REQUIRED` is taken off."""
     config = kubernetes.client.Configuration.get_default_copy()
     config.client_side_validation = True
-    probe = object.__new__(cls)
-    probe.local_vars_configuration = config
-    required = set()
-    for attr in cls.openapi_types:
-        try:
-            setattr(probe, attr, None)
-        except ValueError:
-            required.add(attr)
-    return required
+    return _required_attrs(getattr(kubernetes.client, class_name), config)
 
 
 def _crd_required() -> dict[str, set[str]]:
