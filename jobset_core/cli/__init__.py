@@ -31,7 +31,9 @@ from jobset_core.cli.cluster import CLUSTER_COMMANDS
 from jobset_core.cli.local import RENDER, VALIDATE
 
 __all__ = [
+    "CLI_SETTINGS",
     "COMMANDS",
+    "EXIT_BROKEN_PIPE",
     "EXIT_COMPLETED",
     "EXIT_FAILED",
     "EXIT_INVALID",
@@ -69,7 +71,48 @@ def main(
     except SystemExit as stop:  # argparse exits on --help (0) and on usage errors (2)
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     command: Command = args.command
-    return command.run(args, streams)
+    from jobset_core.client.config import settings_spelled_as
+
+    try:
+        # Messages about where to connect name this CLI's flags, not Python arguments.
+        with settings_spelled_as(CLI_SETTINGS):
+            code = command.run(args, streams)
+        streams.out.flush()  # a closed pipe is found here, not at the interpreter's exit
+    except BrokenPipeError:
+        # The reader went away (jobsetctl render ... | head -1): stop quietly, as the tools
+        # of a shell pipeline do, with the status of a process killed by SIGPIPE.
+        _silence(streams.out)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+#: The exit code after the reader of standard output went away: 128 + SIGPIPE, what a shell
+#: reports for a tool that SIGPIPE ended.
+EXIT_BROKEN_PIPE = 141
+
+#: How the client settings are spelled in this CLI's messages (``None``: no such flag).
+CLI_SETTINGS: dict[str, str | None] = {
+    "kubeconfig_path": "--kubeconfig",
+    "kubeconfig": None,
+    "context": "--context",
+    "in_cluster": None,
+}
+
+
+def _silence(stream: TextIO) -> None:
+    """Point the process's standard output at /dev/null when ``stream`` is it, so the
+    interpreter's last flush at exit does not fail again on the closed pipe."""
+    import os
+
+    try:
+        fileno = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's StringIO): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fileno)
+    finally:
+        os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -83,17 +83,98 @@ def _label(file: str) -> str:
 
 def _load(
     file: str, streams: Streams, allow_unknown_fields: bool
-) -> tuple[list[JobSet], list[Problem]]:
-    """The JobSets of one file (any name is a path; ``-`` is standard input), or its problems."""
+) -> tuple[list[JobSet], list[Problem], list[JobSet]]:
+    """The JobSets of one file (any name is a path; ``-`` is standard input), or its problems.
+
+    When the models refuse fields, the third item holds every document rebuilt without those
+    fields (empty when one cannot be), so that the rest of each is validated too and every
+    problem of the file is reported at once.
+    """
     from pathlib import Path
 
     from jobset_core.models import load_jobsets, read_stream
+    from jobset_core.models._input import load_yaml_documents, read_bounded
 
+    text: str | None = None
     try:
-        source: str | Path = read_stream(streams.stdin) if file == _STDIN else Path(file)
-        return load_jobsets(source, allow_unknown_fields=allow_unknown_fields), []
+        if file == _STDIN:
+            text = read_stream(streams.stdin)
+            source: str | Path = text
+        else:
+            source = Path(file)
+        return load_jobsets(source, allow_unknown_fields=allow_unknown_fields), [], []
     except SpecError as err:
-        return [], list(err.problems)
+        problems = list(err.problems)
+    try:
+        documents = load_yaml_documents(
+            text if text is not None else read_bounded(Path(file), file), file
+        )
+    except SpecError:  # the file itself is the problem (unreadable, too large, not YAML)
+        return [], problems, []
+    return [], problems, _rebuilt(documents, problems, allow_unknown_fields)
+
+
+#: How many times a document is rebuilt without the fields the models refused (a field refused
+#: only once its parent is valid is found in the next round).
+_REBUILD_ROUNDS = 3
+
+
+def _rebuilt(
+    documents: list[object], problems: list[Problem], allow_unknown_fields: bool
+) -> list[JobSet]:
+    from jobset_core.models import JobSet as Model
+    from jobset_core.models import load_jobset
+
+    multi = len(documents) > 1
+    out: list[Model] = []
+    for index, document in enumerate(documents):
+        prefix = f"<document {index}>" if multi else ""
+        refused = {_local_path(p.path, prefix) for p in problems if _within(p.path, prefix)}
+        data, jobset = document, None
+        for _ in range(_REBUILD_ROUNDS):
+            data = _without(data, refused)
+            if not isinstance(data, Mapping):
+                return []
+            try:
+                jobset = load_jobset(data, allow_unknown_fields=allow_unknown_fields)
+                break
+            except SpecError as err:
+                refused = {p.path for p in err.problems}
+        if jobset is None:
+            return []
+        out.append(jobset)
+    return out
+
+
+def _within(path: str, prefix: str) -> bool:
+    return not prefix or path == prefix or path.startswith((f"{prefix}.", f"{prefix}["))
+
+
+def _local_path(path: str, prefix: str) -> str:
+    return path[len(prefix) :].lstrip(".") if prefix else path
+
+
+def _without(data: object, paths: set[str]) -> object:
+    """``data`` without the nodes at ``paths`` (field paths as :func:`format_path` writes
+    them)."""
+    from jobset_core.errors import format_path
+
+    def walk(node: object, loc: tuple[str | int, ...]) -> object:
+        if isinstance(node, Mapping):
+            return {
+                key: walk(value, (*loc, str(key)))
+                for key, value in node.items()
+                if format_path((*loc, str(key))) not in paths
+            }
+        if isinstance(node, list):
+            return [
+                walk(value, (*loc, i))
+                for i, value in enumerate(node)
+                if format_path((*loc, i)) not in paths
+            ]
+        return node
+
+    return walk(data, ())
 
 
 def _check(
@@ -144,20 +225,42 @@ def _configure_validate(parser: argparse.ArgumentParser) -> None:
 def _run_validate(args: argparse.Namespace, streams: Streams) -> int:
     invalid = False
     for file in args.files:
-        jobsets, problems = _load(file, streams, args.allow_unknown_fields)
-        if not problems and not jobsets:
-            problems = [Problem("", "no JobSet found", "no-document")]
-        if not problems:
-            try:
-                problems = _check(
-                    jobsets, args.feature_gates, args.allow_unknown_fields, args.namespace
-                )
-            except ValueError as err:  # an unknown feature gate
-                streams.err.write(f"jobsetctl validate: {err}\n")
-                return EXIT_USAGE
+        try:
+            problems = _file_problems(file, streams, args)[1]
+        except ValueError as err:  # an unknown feature gate
+            streams.err.write(f"jobsetctl validate: {err}\n")
+            return EXIT_USAGE
         _report(file, problems, streams.out)
         invalid = invalid or bool(problems)
     return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _file_problems(
+    file: str, streams: Streams, args: argparse.Namespace
+) -> tuple[list[JobSet], list[Problem]]:
+    """The JobSets of a file and every problem of it: what the models refuse, and what
+    validation finds in the rest of each document (a refused field is left out of that
+    check, so nothing is reported twice).
+
+    Raises:
+        ValueError: an unknown feature gate.
+    """
+    from jobset_core.validation._common import sort_problems
+
+    jobsets, problems, rebuilt = _load(file, streams, args.allow_unknown_fields)
+    if not problems and not jobsets:
+        problems = [Problem("", "no JobSet found", "no-document")]
+    if not problems:
+        problems = _check(jobsets, args.feature_gates, args.allow_unknown_fields, args.namespace)
+    elif rebuilt:
+        refused = {p.path for p in problems}
+        more = _check(rebuilt, args.feature_gates, args.allow_unknown_fields, args.namespace)
+        problems = sort_problems([*problems, *(p for p in more if not _under_any(p.path, refused))])
+    return jobsets, problems
+
+
+def _under_any(path: str, refused: set[str]) -> bool:
+    return any(path == r or path.startswith((f"{r}.", f"{r}[")) for r in refused if r)
 
 
 VALIDATE = Command(
@@ -210,17 +313,13 @@ def _run_render(args: argparse.Namespace, streams: Streams) -> int:
     from jobset_core.render import render
     from jobset_core.workload import inject_workload_env
 
-    jobsets, problems = _load(args.file, streams, args.allow_unknown_fields)
+    try:
+        jobsets, problems = _file_problems(args.file, streams, args)
+    except ValueError as err:
+        streams.err.write(f"jobsetctl render: {err}\n")
+        return EXIT_USAGE
     if not problems and len(jobsets) != 1:
         problems = [Problem("", f"expected exactly one JobSet, found {len(jobsets)}", "one")]
-    if not problems:
-        try:
-            problems = _check(
-                jobsets, args.feature_gates, args.allow_unknown_fields, args.namespace
-            )
-        except ValueError as err:
-            streams.err.write(f"jobsetctl render: {err}\n")
-            return EXIT_USAGE
     rendered = None
     if not problems:
         (jobset,) = jobsets

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,6 +34,7 @@ __all__ = [
     "context_namespace",
     "default_namespace",
     "load_connection",
+    "settings_spelled_as",
 ]
 
 Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
@@ -40,6 +42,45 @@ Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
 _SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 _SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _SA_NAMESPACE_FILE = _SA_DIR / "namespace"
+
+
+#: How the settings are spelled in messages: the Python arguments by default; a front end
+#: names its own (the CLI its flags, ``--kubeconfig``) with :func:`settings_spelled_as`. A
+#: setting the front end does not offer maps to ``None`` and is left out of the advice.
+_SPELLING: dict[str, str | None] = {
+    "kubeconfig_path": "kubeconfig_path",
+    "kubeconfig": "kubeconfig",
+    "context": "context",
+    "in_cluster": "in_cluster=True",
+}
+
+
+@contextmanager
+def settings_spelled_as(names: Mapping[str, str | None]) -> Iterator[None]:
+    """Within the block, messages about :class:`ClientSettings` name the settings as ``names``
+    says (keys: ``kubeconfig_path``, ``kubeconfig``, ``context``, ``in_cluster``).
+
+    Example:
+        >>> with settings_spelled_as({"kubeconfig_path": "--kubeconfig"}):
+        ...     _named("kubeconfig_path")
+        '--kubeconfig'
+    """
+    before = dict(_SPELLING)
+    _SPELLING.update(names)
+    try:
+        yield
+    finally:
+        _SPELLING.clear()
+        _SPELLING.update(before)
+
+
+def _named(setting: str) -> str | None:
+    return _SPELLING.get(setting)
+
+
+def _either(*settings: str) -> str:
+    names = [n for n in (_named(s) for s in settings) if n]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 @dataclass(frozen=True)
@@ -68,9 +109,13 @@ class ClientSettings:
             self.in_cluster,
         ]
         if sum(given) > 1:
-            raise ConfigError("give at most one of kubeconfig_path, kubeconfig and in_cluster")
+            offered = [n for n in map(_named, ("kubeconfig_path", "kubeconfig", "in_cluster")) if n]
+            raise ConfigError(f"give at most one of {', '.join(offered)}")
         if self.in_cluster and self.context:
-            raise ConfigError("a context only applies to a kubeconfig, not to in_cluster")
+            raise ConfigError(
+                f"{_named('context') or 'a context'} only applies to a kubeconfig, "
+                f"not to {_named('in_cluster') or 'the in-cluster service account'}"
+            )
 
 
 def choose_source(
@@ -98,7 +143,7 @@ def choose_source(
         return "in_cluster"
     raise ConfigError(
         "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a cluster; "
-        "pass kubeconfig_path, kubeconfig or in_cluster=True"
+        f"pass {_either('kubeconfig_path', 'kubeconfig', 'in_cluster')} or set $KUBECONFIG"
     )
 
 
