@@ -245,7 +245,7 @@ def _file_problems(
     Raises:
         ValueError: an unknown feature gate.
     """
-    from jobset_core.validation._common import sort_problems
+    from jobset_core.validation import sort_problems
 
     jobsets, problems, rebuilt = _load(file, streams, args.allow_unknown_fields)
     if not problems and not jobsets:

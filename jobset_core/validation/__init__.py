@@ -55,7 +55,7 @@ from jobset_core.naming import ensure_namespace
 from jobset_core.validation import _job, _jobset, _k8s_schema, _pod
 from jobset_core.validation._common import Collector, as_map, as_str, sort_problems
 
-__all__ = ["FEATURE_GATES", "ensure_valid", "validate"]
+__all__ = ["FEATURE_GATES", "ensure_valid", "sort_problems", "validate"]
 
 #: The upstream controller's feature gates (v0.12.0) and their defaults.
 FEATURE_GATES: Mapping[str, bool] = {
