@@ -71,7 +71,7 @@ def main(
     except SystemExit as stop:  # argparse exits on --help (0) and on usage errors (2)
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     command: Command = args.command
-    from jobset_core.client.config import settings_spelled_as
+    from jobset_core.lifecycle import settings_spelled_as
 
     try:
         # Messages about where to connect name this CLI's flags, not Python arguments.

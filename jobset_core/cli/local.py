@@ -92,8 +92,7 @@ def _load(
     """
     from pathlib import Path
 
-    from jobset_core.models import load_jobsets, read_stream
-    from jobset_core.models._input import load_yaml_documents, read_bounded
+    from jobset_core.models import load_jobsets, load_yaml_documents, read_bounded, read_stream
 
     text: str | None = None
     try:

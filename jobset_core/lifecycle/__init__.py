@@ -55,7 +55,11 @@ from jobset_core.lifecycle.verdict import (
 from jobset_core.policy.pod_start import DEFAULT_GRACE, PodStartRules
 
 if TYPE_CHECKING:
-    from jobset_core.client.config import ClientSettings, default_namespace
+    from jobset_core.client.config import (
+        ClientSettings,
+        default_namespace,
+        settings_spelled_as,
+    )
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -100,11 +104,12 @@ __all__ = [
     "prepare",
     "seconds",
     "session",
+    "settings_spelled_as",
     "should_delete",
 ]
 
 #: Connection settings, resolved on first use (the settings module reads kubeconfigs).
-_LAZY = {"ClientSettings", "default_namespace"}
+_LAZY = {"ClientSettings", "default_namespace", "settings_spelled_as"}
 
 
 def __getattr__(name: str) -> Any:

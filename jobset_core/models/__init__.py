@@ -1,6 +1,7 @@
 """Typed models of ``jobset.x-k8s.io/v1alpha2`` (JobSet v0.12.0) and how to load them."""
 
 from jobset_core.models._base import K8sModel, to_plain, unknown_fields
+from jobset_core.models._input import load_yaml_documents, read_bounded
 from jobset_core.models.jobset import (
     Coordinator,
     DependsOn,
@@ -52,6 +53,8 @@ __all__ = [
     "dump_yaml",
     "load_jobset",
     "load_jobsets",
+    "load_yaml_documents",
+    "read_bounded",
     "read_stream",
     "to_plain",
     "unknown_fields",
