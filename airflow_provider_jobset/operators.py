@@ -277,8 +277,23 @@ class JobSetOperator(BaseOperator):
             submitted=lambda submission: self._submitted(context, store, submission),
             progress=progress,
             log=self._log_line if self.stream_logs else None,
-            verdict=lambda verdict: self.log.info("%s", verdict.message),  # before the finish
+            verdict=lambda verdict: self._judged(context, verdict),  # before the completion
         )
+
+    def _judged(self, context: Any, verdict: Verdict, *, say: bool = True) -> None:
+        """The verdict, said and recorded on the task instance the moment it is given, before
+        the delete policy acts: a try that lost its task instance (Airflow resumed or retried
+        it elsewhere) fails here and deletes nothing, so the next try reattaches to the run
+        instead of creating it again."""
+        if say:
+            self.log.info("%s", verdict.message)
+        outcome = verdict.outcome
+        if outcome is not None:
+            context["ti"].xcom_push(
+                key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
+            )
+        if verdict.kind in ("completed", "failed"):
+            self._store(task_state_store(context), run_handle(verdict), finished=True)
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())
@@ -416,6 +431,7 @@ class JobSetOperator(BaseOperator):
             # The trigger followed the logs (its lines are in the task log): not again here.
             return await lifecycle.complete(request, handle, verdict)
 
+        self._judged(context, verdict, say=False)  # the trigger said it; recorded first
         return self._conclude(context, self._lifecycle(complete))
 
     # ------------------------------------------------------------------ conclude
@@ -424,9 +440,6 @@ class JobSetOperator(BaseOperator):
         verdict = finished.verdict
         outcome = verdict.outcome
         if outcome is not None:
-            context["ti"].xcom_push(
-                key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
-            )
             for count in outcome.replicated_jobs:
                 self.log.info(
                     "  %s: replicas=%d ready=%d active=%d succeeded=%d failed=%d",
@@ -441,8 +454,6 @@ class JobSetOperator(BaseOperator):
             self.log.error("last lines of failed pod %s:\n%s", pod, text)
         for problem in finished.problems:  # a refused delete, logs that could not be read
             self.log.warning("%s", problem)
-        if verdict.kind in ("completed", "failed"):
-            self._store(task_state_store(context), run_handle(verdict), finished=True)
         if finished.deleted:
             self.log.info(
                 "deleted JobSet %s/%s (delete_policy=%s)",
