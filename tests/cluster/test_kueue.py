@@ -73,9 +73,17 @@ def test_queued_jobsets_are_admitted_within_the_quota(devcluster, cluster_namesp
     assert wl1["metadata"]["ownerReferences"][0]["uid"] == first["metadata"]["uid"]
     js2 = devcluster.wait_jobset_terminal(ns, "second", timeout=120)
     assert js2["status"]["terminalState"] == "Completed"
-    done = workload_of(devcluster.custom, ns, second["metadata"]["uid"])
+    # Kueue marks the Workload finished once it has seen the JobSet end: a moment later.
+    done = devcluster.wait_for(
+        lambda: (
+            (w := workload_of(devcluster.custom, ns, second["metadata"]["uid"]))
+            and status_of(condition(w, "Finished")) == "True"
+            and w
+        ),
+        timeout=60,
+        desc="the second Workload finished",
+    )
     assert status_of(condition(done, "Admitted")) == "True" or condition(done, "Finished")
-    assert status_of(condition(done, "Finished")) == "True"
     nodes = {p.spec.node_name for p in devcluster.core.list_namespaced_pod(ns).items}
     assert all(n and n.startswith("devcluster-node-") for n in nodes), nodes
 
