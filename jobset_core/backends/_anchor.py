@@ -125,7 +125,7 @@ def build_anchor(
     Args:
         jobset: The JobSet as the user wrote it.
         namespace: Where the run lives.
-        identity: The identity labels (:func:`jobset_core.backends._common.identity_labels`),
+        identity: The identity labels (:func:`jobset_core.identity.identity_labels`),
             checked before an existing anchor is adopted.
     """
     defaulted = with_defaults(jobset)
@@ -187,7 +187,7 @@ def not_an_anchor(obj: Mapping[str, Any]) -> str | None:
     """Why an existing object is not the anchor of a native run (``None`` when it is one).
 
     Whether it is *this* run's anchor is decided by its identity labels and UID
-    (:func:`jobset_core.backends._common.adoption_problem`).
+    (:func:`jobset_core.identity.adoption_problem`).
     """
     meta = obj.get("metadata") or {}
     found = meta.get("labels") or {}
