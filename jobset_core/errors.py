@@ -13,9 +13,12 @@ exit of a KFP step); the core never exits the process and never raises framework
     ├── Unreachable          no answer: the API server could not be reached, a stream broke
     ├── RunEnded             how a wait ended when it did not complete (carries the Verdict)
     │   ├── JobSetFailed     the JobSet reached ``Failed`` (FailJobSet, ReachedMaxRestarts...)
-    │   │   └── PodsCannotStart  its pods cannot start (wrong image, missing Secret, crash loop)
+    │   │   ├── PodsCannotStart  its pods cannot start (wrong image, missing Secret, crash loop)
+    │   │   └── QueueRefused     its queue will not run it (deactivated, never fits, no queue)
     │   ├── JobSetRestarting the JobSet restarted and the caller asked to be told
+    │   ├── JobSetPreempted  its queue preempted it and the caller asked to be told
     │   ├── WaitTimeout      the deadline passed before the JobSet reached a terminal state
+    │   │   └── AdmissionTimeout  it waited for its queue's admission longer than allowed
     │   ├── CreationFailed   the controller cannot create a child object (JobCreationFailed...)
     │   └── JobSetGone       the JobSet was deleted, or replaced by a namesake, mid-wait
     └── ApiError             the API server said no; keeps the Kubernetes ``Status``
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
+    "AdmissionTimeout",
     "ApiError",
     "ConfigError",
     "Conflict",
@@ -56,11 +60,13 @@ __all__ = [
     "JobSetError",
     "JobSetFailed",
     "JobSetGone",
+    "JobSetPreempted",
     "JobSetRestarting",
     "NotAnAnchor",
     "NotFound",
     "PodsCannotStart",
     "Problem",
+    "QueueRefused",
     "RunEnded",
     "ServerError",
     "SpecError",
@@ -216,6 +222,21 @@ class PodsCannotStart(JobSetFailed):
     """
 
 
+class QueueRefused(JobSetFailed):
+    """The run's queue (Kueue) will not run it: its Workload was deactivated (requeuing limit,
+    maximum execution time, by hand), its request exceeds what the ClusterQueue can ever
+    admit, its LocalQueue does not exist, or it was preempted and the caller asked to fail
+    then (``on_preemption="fail"``). A :class:`JobSetFailed` (never retried); the verdict's
+    reason is Kueue's, and its message names the queue and Kueue's words."""
+
+
+class JobSetPreempted(RunEnded):
+    """The run's queue (Kueue) preempted it (suspended it and requeued it) and the caller
+    asked to be told (``on_preemption="retry"``): the caller ends its try; the next one
+    reattaches to the same JobSet, which runs again once readmitted. Not a JobSet restart:
+    ``status.restarts`` and ``JOBSET_RESTART_ATTEMPT`` stay as they were."""
+
+
 class JobSetRestarting(RunEnded):
     """The JobSet restarted (its failure policy recreated it) and the wait was asked to hand
     the restart back: the caller ends its try; the next one continues with the same JobSet."""
@@ -228,6 +249,12 @@ class WaitTimeout(RunEnded):
     def seconds(self) -> float:
         """How long the wait lasted."""
         return self.verdict.waited_seconds
+
+
+class AdmissionTimeout(WaitTimeout):
+    """The run waited for its queue's admission longer than ``admission_timeout`` (counted
+    from its submission, or from the eviction that requeued it); the message names the
+    queue, Kueue's reason for the wait, and how long it lasted."""
 
 
 class CreationFailed(RunEnded):

@@ -23,6 +23,9 @@ __all__ = [
     "JOB_INDEX",
     "JOB_KEY",
     "JOB_RESTART_ATTEMPT",
+    "KUEUE_JOB_UID",
+    "KUEUE_PRIORITY_CLASS",
+    "KUEUE_QUEUE",
     "NAMESPACED_JOB",
     "NODE_SELECTOR_STRATEGY",
     "NO_SCHEDULE_TAINT",
@@ -63,3 +66,10 @@ JOBSET_CONTROLLER_NAME = "jobset.sigs.k8s.io/jobset-controller"
 #: Marks a ConfigMap as the anchor of a native JobSet run (ours, not upstream's).
 ANCHOR_LABEL = "jobset-core/anchor"
 ANCHOR_VALUE = "native"
+
+#: Kueue (v0.17): the LocalQueue a JobSet waits in (its presence makes the JobSet Kueue's).
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+#: Kueue: the WorkloadPriorityClass of the run's Workload.
+KUEUE_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+#: Kueue: on a Workload, the UID of the job it stands for (the JobSet's).
+KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"

@@ -78,7 +78,17 @@ class Progress(_Frozen):
     """One observed change of a running JobSet (one line of progress for a user)."""
 
     kind: Literal[
-        "created", "adopted", "status", "restarting", "creation-failed", "cannot-start", "deleted"
+        "created",
+        "adopted",
+        "status",
+        "restarting",
+        "creation-failed",
+        "cannot-start",
+        "deleted",
+        "queued",
+        "admitted",
+        "preempted",
+        "refused",
     ]
     phase: Phase
     restarts: int = 0

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONFIG_MAP", "EVENT", "JOB", "JOBSET", "POD", "SERVICE", "ApiResource"]
+__all__ = [
+    "CONFIG_MAP",
+    "EVENT",
+    "JOB",
+    "JOBSET",
+    "LOCAL_QUEUE",
+    "POD",
+    "SERVICE",
+    "WORKLOAD",
+    "ApiResource",
+]
 
 
 @dataclass(frozen=True)
@@ -32,3 +42,11 @@ SERVICE = ApiResource(group="", version="v1", kind="Service", plural="services")
 CONFIG_MAP = ApiResource(group="", version="v1", kind="ConfigMap", plural="configmaps")
 POD = ApiResource(group="", version="v1", kind="Pod", plural="pods")
 EVENT = ApiResource(group="", version="v1", kind="Event", plural="events")
+#: Kueue's Workload (v0.17 serves v1beta2 and the deprecated v1beta1; v0.20 only v1beta2).
+WORKLOAD = ApiResource(
+    group="kueue.x-k8s.io", version="v1beta2", kind="Workload", plural="workloads"
+)
+#: Kueue's LocalQueue (a JobSet names one in its ``kueue.x-k8s.io/queue-name`` label).
+LOCAL_QUEUE = ApiResource(
+    group="kueue.x-k8s.io", version="v1beta2", kind="LocalQueue", plural="localqueues"
+)

@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INVALID",
     "EXIT_OK",
+    "EXIT_PREEMPTED",
     "EXIT_RUN_INVALID",
     "EXIT_TIMEOUT",
     "EXIT_USAGE",
@@ -29,6 +30,8 @@ __all__ = [
     "namespace_argument",
     "non_negative_argument",
     "positive_argument",
+    "positive_seconds_argument",
+    "queue_name_argument",
     "seconds_argument",
 ]
 
@@ -42,6 +45,9 @@ EXIT_COMPLETED = 0
 EXIT_FAILED = 1
 EXIT_RUN_INVALID = 2
 EXIT_TIMEOUT = 3
+#: ``run --on-preemption retry``: the queue preempted the run; the same command again
+#: reattaches to it.
+EXIT_PREEMPTED = 4
 
 
 @dataclass(frozen=True)
@@ -126,16 +132,28 @@ def positive_argument(text: str) -> int:
     return value
 
 
-def seconds_argument(text: str) -> float:
-    """A finite number of seconds >= 0."""
+def seconds_argument(text: str, *, positive: bool = False) -> float:
+    """A finite number of seconds >= 0 (``positive``: > 0)."""
     from jobset_core.lifecycle import seconds
 
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    _checked(seconds, int(value) if value.is_integer() else value, "seconds")
+    _checked(seconds, int(value) if value.is_integer() else value, "seconds", positive=positive)
     return value
+
+
+def positive_seconds_argument(text: str) -> float:
+    """A finite number of seconds > 0."""
+    return seconds_argument(text, positive=True)
+
+
+def queue_name_argument(text: str) -> str:
+    """A Kueue LocalQueue or WorkloadPriorityClass name (a DNS label)."""
+    from jobset_core.lifecycle import queue_name
+
+    return _checked(queue_name, text, "name") or ""
 
 
 def log_pods_argument(text: str) -> str:

@@ -1,11 +1,13 @@
 """``jobsetctl`` subcommands that talk to a cluster: ``run``, ``status``, ``delete``, ``logs``.
 
 * ``jobsetctl run FILE [--backend auto|controller|native] [-n NS] [--timeout S]
-  [--follow-logs] [--delete-policy P]``: submit (or reattach to) the JobSet, wait, print one
-  progress line per change, then the outcome and the result.
+  [--follow-logs] [--delete-policy P] [--queue Q --priority-class P --admission-timeout S
+  --on-preemption wait|retry|fail]``: submit (or reattach to) the JobSet, wait, print one
+  progress line per change (queued, admitted, preempted... when a Kueue queue holds it), then
+  the outcome and the result.
 * ``jobsetctl status NAME [-n NS] [-o json]``: a human summary, or the JobSet status shape
   (conditions, terminalState, restarts, restartsCountTowardsMax, replicatedJobsStatus) for
-  either backend.
+  either backend, with a ``queue`` section when Kueue holds the run.
 * ``jobsetctl delete NAME [-n NS] [--wait]``: delete with foreground propagation.
 * ``jobsetctl logs NAME [-n NS] [--replicated-job R --job-index J --pod-index P] [--follow]``.
 
@@ -14,8 +16,10 @@ it (the JobSet, else a native anchor of that name). Every command runs the core'
 lifecycle through its one door (:func:`jobset_core.lifecycle.session`), under
 :func:`jobset_core.blocking.run`.
 
-Exit codes: 0 completed (or done), 1 failed (or an error from the cluster), 2 invalid input,
-3 timeout. Connection settings come from ``--kubeconfig``/``--context``, else ``$KUBECONFIG``
+Exit codes: 0 completed (or done), 1 failed (or an error from the cluster, or a queue that
+will not run it), 2 invalid input, 3 timeout (of the run, or of its wait for admission), 4
+preempted (``--on-preemption retry``: run the same command again to reattach). Connection
+settings come from ``--kubeconfig``/``--context``, else ``$KUBECONFIG``
 or ``~/.kube/config``, else the in-cluster service account
 (:class:`~jobset_core.client.ClientSettings`).
 
@@ -38,6 +42,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from jobset_core.cli._base import (
     EXIT_COMPLETED,
     EXIT_FAILED,
+    EXIT_PREEMPTED,
     EXIT_TIMEOUT,
     Command,
     Streams,
@@ -47,6 +52,8 @@ from jobset_core.cli._base import (
     namespace_argument,
     non_negative_argument,
     positive_argument,
+    positive_seconds_argument,
+    queue_name_argument,
     seconds_argument,
 )
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
@@ -61,7 +68,7 @@ __all__ = ["CLUSTER_COMMANDS"]
 _BACKENDS = ("auto", "controller", "native")
 _DELETE_POLICIES = ("never", "on_timeout", "on_success", "always")  # lifecycle.DELETE_POLICIES
 #: Exit code of each verdict of ``run``.
-_EXIT = {"completed": EXIT_COMPLETED, "timeout": EXIT_TIMEOUT}
+_EXIT = {"completed": EXIT_COMPLETED, "timeout": EXIT_TIMEOUT, "preempted": EXIT_PREEMPTED}
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,6 +171,7 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
     )
     _add_log_options(parser)
     _add_pod_start_options(parser)
+    _add_queue_options(parser)
     parser.add_argument(
         "--no-inject-env",
         dest="inject_env",
@@ -245,6 +253,37 @@ def _add_pod_start_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_queue_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("a queue (Kueue; controller backend)")
+    group.add_argument(
+        "--queue",
+        type=queue_name_argument,
+        metavar="Q",
+        help="run through the LocalQueue Q (the label kueue.x-k8s.io/queue-name; created "
+        "suspended, runs once admitted; --timeout then counts only the time admitted)",
+    )
+    group.add_argument(
+        "--priority-class",
+        type=queue_name_argument,
+        metavar="P",
+        help="the Kueue WorkloadPriorityClass of the run",
+    )
+    group.add_argument(
+        "--admission-timeout",
+        type=positive_seconds_argument,
+        metavar="S",
+        help="give up when the queue has not admitted the run within S seconds of its "
+        "submission or of an eviction (exit 3)",
+    )
+    group.add_argument(
+        "--on-preemption",
+        choices=("wait", "retry", "fail"),
+        default="wait",
+        help="when the queue preempts the run: wait (default) for its readmission, retry "
+        "(exit 4: the same command again reattaches), fail (exit 1)",
+    )
+
+
 def _log_options(args: argparse.Namespace) -> LogOptions | None:
     from jobset_core.lifecycle import log_options
 
@@ -269,7 +308,7 @@ def _request(args: argparse.Namespace, streams: Streams) -> RunRequest:
         namespace=args.namespace or jobset.metadata.namespace or "default",
         identity=_identity(jobset, args.identity),
         backend=args.backend,
-        deadline=Deadline(timeout=args.timeout),
+        deadline=Deadline(timeout=args.timeout, admission_timeout=args.admission_timeout),
         pod_start=pod_start_rules(
             start_grace=args.start_grace,
             pending_timeout=args.pending_timeout,
@@ -280,6 +319,9 @@ def _request(args: argparse.Namespace, streams: Streams) -> RunRequest:
         logs=_log_options(args),
         failed_pod_log_lines=20,
         inject_env=args.inject_env,
+        queue=args.queue,
+        priority_class=args.priority_class,
+        on_preemption=args.on_preemption,
     )
 
 
@@ -394,13 +436,18 @@ async def _status(args: argparse.Namespace, streams: Streams) -> int:
 
     async with _session(args) as lifecycle:
         handle = await _find(lifecycle, args)
-        outcome, status = await lifecycle.runs.status(handle)
+        outcome, status, queue = await lifecycle.runs.status(handle)
     if args.output == "json":
-        _say(streams.out, json.dumps(status_document(status), indent=2, sort_keys=True))
+        document = status_document(status)
+        if queue is not None:
+            document["queue"] = queue.model_dump(mode="json")
+        _say(streams.out, json.dumps(document, indent=2, sort_keys=True))
         return EXIT_COMPLETED
     _say(streams.out, f"backend: {handle.backend} uid: {handle.uid}")
     for line in _summary(outcome):
         _say(streams.out, line)
+    if queue is not None:
+        _say(streams.out, f"  queue: {queue.line()}")
     return EXIT_COMPLETED
 
 

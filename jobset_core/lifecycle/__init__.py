@@ -29,11 +29,14 @@ from jobset_core.lifecycle._log_plan import (
     check_selector,
 )
 from jobset_core.lifecycle._logs import LogSink
-from jobset_core.lifecycle._runs import Runs
+from jobset_core.lifecycle._runs import Runs, Standing
 from jobset_core.lifecycle._session import blocking, session
 from jobset_core.lifecycle.request import (
+    ON_PREEMPTION,
     Deadline,
     InvalidArgumentType,
+    Limit,
+    OnPreemption,
     OnRestart,
     RunRequest,
     count,
@@ -42,6 +45,7 @@ from jobset_core.lifecycle.request import (
     namespace,
     one_of,
     pod_start_rules,
+    queue_name,
     seconds,
 )
 from jobset_core.lifecycle.verdict import (
@@ -53,6 +57,7 @@ from jobset_core.lifecycle.verdict import (
     should_delete,
 )
 from jobset_core.policy.pod_start import DEFAULT_GRACE, PodStartRules
+from jobset_core.policy.queue import Queue
 
 if TYPE_CHECKING:
     from jobset_core.client.config import (
@@ -66,6 +71,7 @@ __all__ = [
     "DEFAULT_GRACE",
     "DELETE_POLICIES",
     "LOG_POD_CHOICES",
+    "ON_PREEMPTION",
     "BackendChoice",
     "ClientSettings",
     "Deadline",
@@ -76,15 +82,19 @@ __all__ = [
     "InvalidArgumentType",
     "Judge",
     "Lifecycle",
+    "Limit",
     "LogLine",
     "LogOptions",
     "LogSink",
     "LogTarget",
+    "OnPreemption",
     "OnRestart",
     "PodStartRules",
+    "Queue",
     "Reporter",
     "RunRequest",
     "Runs",
+    "Standing",
     "Started",
     "Step",
     "Submission",
@@ -102,6 +112,7 @@ __all__ = [
     "one_of",
     "pod_start_rules",
     "prepare",
+    "queue_name",
     "seconds",
     "session",
     "settings_spelled_as",

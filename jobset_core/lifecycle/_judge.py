@@ -20,10 +20,11 @@ from typing import Any, Literal
 from jobset_core import pods as podread
 from jobset_core.backends import Handle, parse_anchor
 from jobset_core.errors import JobSetError
+from jobset_core.lifecycle.request import Deadline, Limit, OnPreemption
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
 from jobset_core.models import JobSet
 from jobset_core.models.jobset import JOB_FAILURE_REASONS
-from jobset_core.observe import Observation
+from jobset_core.observe import Kind, Observation
 from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
 from jobset_core.policy import outcome as rules
 from jobset_core.policy.pod_start import (
@@ -35,6 +36,7 @@ from jobset_core.policy.pod_start import (
     describe_failure,
     describe_problem,
 )
+from jobset_core.policy.queue import ADMISSION_TIMEOUT, Queue, read_queue
 
 __all__ = ["Judge", "Step", "WaitRules", "head_jobset", "result_note", "run_result"]
 
@@ -51,18 +53,21 @@ class WaitRules:
         until: Phases that also end the wait (sensors): verdict ``reached``.
         baseline_restarts: The restarts the caller already saw (default: the first
             observation's).
-        budget: The timeout the caller was given, in seconds (a deferred wait starts after
-            part of it was spent): what a ``timeout`` verdict says. Default: how long this
-            wait lasted.
+        deadline: The run's time limits (begun): the running time, the wait for a queue's
+            admission, the caller's own limit; the judge says when the wait is over and
+            which limit ended it.
         pod_start: When pods that cannot start fail the run (verdict ``failed`` with the
             reason :data:`~jobset_core.outcome.PODS_CANNOT_START`).
+        on_preemption: What a preemption by the run's queue does: ``wait`` (go on),
+            ``retry`` (verdict ``preempted``), ``fail`` (verdict ``refused``).
     """
 
     on_restart: OnRestart = "continue"
     until: frozenset[Phase] = frozenset()
     baseline_restarts: int | None = None
-    budget: float | None = None
+    deadline: Deadline = field(default_factory=Deadline)
     pod_start: PodStartRules = field(default_factory=PodStartRules)
+    on_preemption: OnPreemption = "wait"
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,12 @@ class Judge:
         self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
         #: The pod (and container) whose start failure gave the verdict, once it did.
         self.start_failure: StartProblem | None = None
+        #: What Kueue said of the run at the last observation (``None``: no queue holds it).
+        self.queue: Queue | None = None
+        self._queue_shown: tuple[Any, ...] | None = None
+        self._baseline_preemptions: int | None = None
+        self._ran_before: float | None = None  # admitted seconds before this wait began
+        self._said_unreadable = False
 
     @property
     def last(self) -> Outcome | None:
@@ -195,6 +206,7 @@ class Judge:
             outcome=outcome,
             reason=reason,
             message=message,
+            queue=self.queue,
         )
 
     def _what(self) -> str:
@@ -207,11 +219,26 @@ class Judge:
         message = f"{self._what()}{uid} {words} before it finished"
         return self.verdict("gone", self.last, reason, f"{message}{detail}")
 
-    def timeout(self, seconds: float) -> Verdict:
-        """The deadline passed first (after ``seconds`` of waiting here)."""
-        took = self.rules.budget if self.rules.budget is not None else seconds
+    def limit(self, now: float) -> Limit:
+        """When the wait is given up, as the run stood at the last observation."""
+        return self.rules.deadline.limit(self.queue, now, ran_before=self._ran_before or 0.0)
+
+    def timeout(self, seconds: float, now: float | None = None) -> Verdict:
+        """The deadline passed first (after ``seconds`` of waiting here): the running time,
+        the caller's own limit, or the wait for the queue's admission (reason
+        ``AdmissionTimeout``)."""
+        limit = self.limit(now) if now is not None else Limit(None)
+        took = limit.budget if limit.budget is not None else seconds
         shown = f"{round(took):d}" if took >= 10 else f"{round(took, 1):g}"
+        queue = self.queue
+        if limit.clock == "admission" and queue is not None:
+            where = f"LocalQueue {queue.local_queue}" if queue.local_queue else "its queue"
+            why = f" (Kueue: {queue.reason}: {queue.message})" if queue.message else ""
+            message = f"{self._what()} was not admitted by {where} within {shown}s{why}"
+            return self.verdict("timeout", self.last, ADMISSION_TIMEOUT, message)
         message = f"{self._what()} did not finish within {shown}s"
+        if limit.clock == "run" and queue is not None:
+            message += " of running (time in the queue not counted)"
         return self.verdict("timeout", self.last, "Timeout", message)
 
     def creation_failed(self, reason: str, message: str) -> tuple[Progress, Verdict]:
@@ -316,6 +343,8 @@ class Judge:
     def _judge_state(self, observation: Observation, jobset: JobSet, now: float | None) -> Step:
         outcome = rules.build_outcome(jobset, self.handle.backend)
         progress = self._track(outcome)
+        queued = self._read_queue(observation, jobset)
+        notices = self._queue_notices(outcome)
         if outcome.phase.terminal:
             result = run_result(jobset, observation.pods)
             outcome = outcome.model_copy(update={"result": result})
@@ -323,17 +352,108 @@ class Judge:
             message = self._end(outcome)
             if result is not None:
                 message += result_note(jobset, observation.pods)
-            return Step(progress, self.verdict(kind, outcome, outcome.reason, message))
+            return Step(progress, self.verdict(kind, outcome, outcome.reason, message), notices)
+        queue_verdict = self._judge_queue(outcome)
+        if queue_verdict is not None:
+            return Step(progress, queue_verdict, notices)
         if self._restarted(outcome):
             outcome = self._restart_outcome(observation, jobset, outcome)
             message = self._restart(outcome)
-            return Step(progress, self.verdict("restarting", outcome, outcome.reason, message))
+            verdict = self.verdict("restarting", outcome, outcome.reason, message)
+            return Step(progress, verdict, notices)
         if outcome.phase in self.rules.until:
             message = f"{self._what()} is {outcome.phase.value}"
-            return Step(progress, self.verdict("reached", outcome, outcome.reason, message))
-        if now is None or outcome.phase is Phase.SUSPENDED:
-            return Step(progress)
-        return self._judge_pods(observation, outcome, progress, now)
+            return Step(
+                progress, self.verdict("reached", outcome, outcome.reason, message), notices
+            )
+        if now is None:
+            return Step(progress, notices=notices)
+        ends = self.limit(now).ends_at
+        if ends is not None and now >= ends:  # a one-off look needs no loop to time out
+            return Step(progress, self.timeout(0.0, now), notices)
+        if outcome.phase is Phase.SUSPENDED or queued:
+            return Step(progress, notices=notices, recheck_at=ends)
+        step = self._judge_pods(observation, outcome, progress, now)
+        recheck = min((t for t in (step.recheck_at, ends) if t is not None), default=None)
+        return Step(step.progress, step.verdict, notices + step.notices, recheck)
+
+    # ------------------------------------------------------------------ the queue
+
+    def _read_queue(self, observation: Observation, jobset: JobSet) -> bool:
+        """Read what Kueue says of the run (into :attr:`queue`); whether it waits for
+        admission (its pods are not judged then: it has none, by design)."""
+        if self.handle.backend != "controller":
+            return False
+        uid = self.handle.uid or jobset.metadata.uid or ""
+        readable = Kind.WORKLOAD not in observation.forbidden
+        found = read_queue(
+            observation.jobset,
+            observation.workload_of(uid),
+            observation.events,
+            workload_readable=readable,
+        )
+        if found is not None and self._baseline_preemptions is None:
+            self._baseline_preemptions = found.preemptions
+            self._ran_before = found.past_running
+        self.queue = found
+        return found is not None and found.status != "admitted"
+
+    def _queue_notices(self, outcome: Outcome) -> tuple[Progress, ...]:
+        """A progress line when what Kueue says changed (and, once, that its Workload cannot
+        be read)."""
+        queue = self.queue
+        if queue is None or queue.shown() == self._queue_shown:
+            return ()
+        before = self._queue_shown
+        self._queue_shown = queue.shown()
+        evicted = before is not None and queue.evictions > before[-1]
+        kind: Any = "preempted" if evicted else queue.status
+        out = [
+            Progress(
+                kind=kind,
+                phase=outcome.phase,
+                restarts=outcome.restarts,
+                reason=queue.reason,
+                message=queue.line(),
+            )
+        ]
+        if queue.source == "jobset" and not self._said_unreadable:
+            self._said_unreadable = True
+            out.append(
+                Progress(
+                    kind="queued",
+                    phase=outcome.phase,
+                    restarts=outcome.restarts,
+                    reason="WorkloadUnreadable",
+                    message=(
+                        f"this identity may not read Kueue Workloads in {self.handle.namespace}:"
+                        " the queue is read from the JobSet and Kueue's Events on it (grant"
+                        " get, list and watch on workloads.kueue.x-k8s.io for Kueue's reasons)"
+                    ),
+                )
+            )
+        return tuple(out)
+
+    def _judge_queue(self, outcome: Outcome) -> Verdict | None:
+        """A queue that will not run the run, or a preemption the waiter asked to hear of."""
+        queue = self.queue
+        if queue is None:
+            return None
+        where = f"LocalQueue {queue.local_queue}" if queue.local_queue else "its queue"
+        if queue.refused:
+            message = f"{self._what()} will not be run by {where}: {queue.reason}"
+            message += f": {queue.message}" if queue.message else ""
+            return self.verdict("refused", outcome, queue.reason, message)
+        preempted = queue.preemptions > (self._baseline_preemptions or 0)
+        if not preempted or self.rules.on_preemption == "wait":
+            return None
+        detail = f": {queue.last_eviction}" if queue.last_eviction else ""
+        count = f"preemption {queue.preemptions}"
+        if self.rules.on_preemption == "fail":
+            message = f"{self._what()} was preempted by {where} ({count}){detail}"
+            return self.verdict("refused", outcome, "Preempted", message)
+        message = f"{self._what()} was preempted by {where} ({count}), requeued{detail}"
+        return self.verdict("preempted", outcome, "Preempted", message)
 
     def _judge_pods(
         self, observation: Observation, outcome: Outcome, progress: Progress | None, now: float

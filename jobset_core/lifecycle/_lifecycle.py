@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobset_core import identity as ident
+from jobset_core import labels as L
 from jobset_core.backends import BackendProtocol, Handle, Pass, Submission
 from jobset_core.errors import JobSetError, Problem, SpecError
 from jobset_core.lifecycle._judge import WaitRules
 from jobset_core.lifecycle._logs import LogSink, failed_pod_logs
 from jobset_core.lifecycle._runs import GONE_TIMEOUT, Backends, Runs
 from jobset_core.lifecycle._wait import Waiting, watch_run
-from jobset_core.lifecycle.request import RunRequest
+from jobset_core.lifecycle.request import NATIVE_QUEUE, RunRequest
 from jobset_core.lifecycle.verdict import Verdict, should_delete
 from jobset_core.models import JobSet
 from jobset_core.observe import Observation, Observer
@@ -121,11 +122,52 @@ def prepare(
     if request.jobset is None:
         raise SpecError([Problem("", "the request has no JobSet to run", "jobset")])
     named, marks = ident.stamp_identity(request.jobset, request.namespace, request.identity)
+    named = queued(named, request)
     if request.inject_env:
         named = inject_workload_env(named)
     if validate:
         ensure_valid(named, feature_gates=feature_gates)
     return named, marks
+
+
+_QUEUE_PATH = f"metadata.labels.{L.KUEUE_QUEUE}"
+
+
+def queued(jobset: JobSet, request: RunRequest) -> JobSet:
+    """The JobSet as a queue (Kueue) expects it: labelled with the request's ``queue`` and
+    ``priority_class``, and, when it carries a queue label, created suspended (Kueue resumes it
+    on admission). Pure.
+
+    Raises:
+        SpecError: a label of the JobSet names another queue or priority class than the
+            request, or the native backend was asked to run it through a queue.
+    """
+    labels = dict(jobset.metadata.labels or {})
+    problems = []
+    for key, wanted, argument in (
+        (L.KUEUE_QUEUE, request.queue, "queue"),
+        (L.KUEUE_PRIORITY_CLASS, request.priority_class, "priority_class"),
+    ):
+        if not wanted:
+            continue
+        if labels.get(key) not in (None, wanted):
+            message = f"{labels[key]!r} contradicts {argument}={wanted!r}"
+            problems.append(Problem(f"metadata.labels.{key}", message, "queue"))
+        labels[key] = wanted
+    if labels.get(L.KUEUE_QUEUE) and request.backend == "native":
+        problems.append(Problem(_QUEUE_PATH, NATIVE_QUEUE, "queue"))
+    if problems:
+        raise SpecError(problems)
+    if not labels.get(L.KUEUE_QUEUE):
+        return jobset if labels == (jobset.metadata.labels or {}) else _relabelled(jobset, labels)
+    spec = jobset.spec.model_copy(update={"suspend": True})
+    return _relabelled(jobset, labels).model_copy(update={"spec": spec})
+
+
+def _relabelled(jobset: JobSet, labels: dict[str, str]) -> JobSet:
+    return jobset.model_copy(
+        update={"metadata": jobset.metadata.model_copy(update={"labels": labels})}
+    )
 
 
 class Lifecycle:
@@ -183,6 +225,11 @@ class Lifecycle:
         if request.replace is not None:
             await self.runs.delete(request.replace, wait=True, timeout=GONE_TIMEOUT)
         backend = await self._backends.chosen(request.backend)
+        queue = (prepared.metadata.labels or {}).get(L.KUEUE_QUEUE)
+        if queue and backend.kind == "native":  # "auto" chose it: the cluster has no JobSet API
+            raise SpecError([Problem(_QUEUE_PATH, NATIVE_QUEUE, "queue")])
+        if queue and request.adopt_uid is None:
+            await self.runs.check_queue(request.namespace, queue)
         submission = await backend.submit(prepared, marks=marks, expected_uid=request.adopt_uid)
         meta = submission.obj.get("metadata") or {}
         if not submission.created and meta.get("deletionTimestamp"):
@@ -231,17 +278,16 @@ class Lifecycle:
             restarts: The restarts the caller saw already (the baseline of
                 ``on_restart="return"``; default: the first observation's).
         """
-        deadline = request.deadline
         rules = WaitRules(
             on_restart=request.on_restart,
             until=request.until,
             baseline_restarts=restarts,
-            budget=deadline.budget(),
+            deadline=request.deadline.begin(time.time()),
             pod_start=request.pod_start,
+            on_preemption=request.on_preemption,
         )
         waiting = Waiting(
             rules=rules,
-            deadline=deadline.ends_at(),
             logs=request.logs if report.log is not None else None,
             on_log=report.log,
             on_progress=report.progress,

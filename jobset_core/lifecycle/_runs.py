@@ -8,11 +8,14 @@ run deleted before a new try) use it.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobset_core import identity as ident
+from jobset_core import labels as L
 from jobset_core.backends import (
     BackendChoice,
     BackendProtocol,
@@ -23,25 +26,49 @@ from jobset_core.backends import (
     locate,
     make_backend,
 )
-from jobset_core.errors import JobSetGone, WaitTimeout
+from jobset_core.errors import (
+    Forbidden,
+    JobSetError,
+    JobSetGone,
+    NotFound,
+    Problem,
+    SpecError,
+    WaitTimeout,
+)
 from jobset_core.lifecycle._judge import Judge, WaitRules, head_jobset, run_result
 from jobset_core.lifecycle._logs import Follower, LogOptions, LogSink, LogTarget, read_log
+from jobset_core.lifecycle._wait import kueue_events
 from jobset_core.lifecycle.verdict import Verdict
 from jobset_core.models import JobSetStatus
-from jobset_core.observe import Observation, Observer
+from jobset_core.observe import Kind, Observation, Observer
 from jobset_core.outcome import Backend, Outcome
 from jobset_core.policy import outcome as outcome_rules
-from jobset_core.resources import JOB
+from jobset_core.policy.queue import Queue
+from jobset_core.resources import JOB, LOCAL_QUEUE
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
-__all__ = ["Backends", "Runs"]
+__all__ = ["Backends", "Runs", "Standing"]
 
 #: How long a delete that must leave nothing behind waits for it (seconds).
 GONE_TIMEOUT = 120.0
 #: How often a run that looks gone is confirmed by a look at everything (seconds).
 _GONE_CONFIRM = 2.0
+
+
+class Standing(NamedTuple):
+    """A run as it stands (:meth:`Runs.status`).
+
+    Attributes:
+        outcome: Its outcome (with the result once it finished).
+        status: Its status in the JobSet status shape.
+        queue: What its queue (Kueue) says of it (``None``: no queue holds it).
+    """
+
+    outcome: Outcome
+    status: JobSetStatus
+    queue: Queue | None = None
 
 
 class Backends:
@@ -134,15 +161,14 @@ class Runs:
             )
         return sorted(found, key=lambda s: s.handle.name)
 
-    async def status(self, handle: Handle) -> tuple[Outcome, JobSetStatus]:
+    async def status(self, handle: Handle) -> Standing:
         """The run as it stands (one look, no watch): its outcome (with the result once it
-        finished) and its status in the JobSet status shape.
+        finished), its status in the JobSet status shape, and what its queue says.
 
         Raises:
             JobSetGone: the run does not exist (or is a namesake with another UID).
         """
-        outcome, _, status = await self._look(handle, None)
-        return outcome, status
+        return (await self._look(handle, None))[0]
 
     async def look(
         self, handle: Handle, rules: WaitRules | None = None
@@ -153,15 +179,20 @@ class Runs:
         Raises:
             JobSetGone: the run does not exist (or is a namesake with another UID).
         """
-        outcome, verdict, _ = await self._look(handle, rules)
-        return outcome, verdict
+        standing, verdict = await self._look(handle, rules)
+        return standing.outcome, verdict
 
     async def _look(
         self, handle: Handle, rules: WaitRules | None
-    ) -> tuple[Outcome, Verdict | None, JobSetStatus]:
+    ) -> tuple[Standing, Verdict | None]:
         backend = self.backend(handle.backend)
         observation = await self.observer.snapshot(backend.target(handle))
-        verdict = Judge(handle, rules).step(observation, time.time()).verdict
+        if Kind.WORKLOAD in observation.forbidden and observation.jobset is not None:
+            with contextlib.suppress(JobSetError):  # the JobSet alone still says a lot
+                said = await kueue_events(self.client, handle)
+                observation = dataclasses.replace(observation, events=observation.events + said)
+        judge = Judge(handle, rules)
+        verdict = judge.step(observation, time.time()).verdict
         if verdict is not None and verdict.kind == "gone":
             raise JobSetGone(verdict)
         jobset = head_jobset(handle, observation)
@@ -171,7 +202,34 @@ class Runs:
             outcome = verdict.outcome  # failed, although its JobSet is not (yet)
         elif outcome.phase.terminal:
             outcome = outcome.model_copy(update={"result": run_result(jobset, observation.pods)})
-        return outcome, verdict, backend.status_of(observation)
+        return Standing(outcome, backend.status_of(observation), judge.queue), verdict
+
+    async def check_queue(self, namespace: str, queue: str) -> None:
+        """The cluster's word on a queue before a run is created in it: Kueue must serve
+        LocalQueues and this one must exist in ``namespace`` (else Kueue holds the JobSet
+        for ever). An identity that may not read LocalQueues is not stopped: the run's
+        Workload says the same later.
+
+        Raises:
+            SpecError: Kueue is not served, or the LocalQueue does not exist.
+        """
+        path = f"metadata.labels.{L.KUEUE_QUEUE}"
+        try:
+            await self.client.get(LOCAL_QUEUE, queue, namespace=namespace)
+        except NotFound as error:
+            if error.details.get("name") == queue:
+                problem = (
+                    f"LocalQueue {queue!r} does not exist in namespace {namespace!r}: Kueue "
+                    "would hold the JobSet for ever (create it, or name another queue)"
+                )
+            else:
+                problem = (
+                    f"the cluster does not serve Kueue's {LOCAL_QUEUE.api_version} API: "
+                    f"nothing would ever admit a JobSet queued in {queue!r}"
+                )
+            raise SpecError([Problem(path, problem, "queue")]) from None
+        except Forbidden:
+            return
 
     async def child_jobs(self, handle: Handle) -> list[Mapping[str, Any]]:
         """The run's child Jobs as they stand (one list; not a namesake's)."""

@@ -10,6 +10,7 @@ loop below pauses between its passes until the next change or recheck.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobset_core import identity as ident
+from jobset_core import labels as L
 from jobset_core import pods as podread
 from jobset_core.backends import BackendProtocol, Handle, Pass, Submission
 from jobset_core.errors import JobSetError, ServerError, TooManyRequests, Unreachable
@@ -32,14 +34,15 @@ from jobset_core.lifecycle._logs import (
     stop_follower,
 )
 from jobset_core.lifecycle.verdict import Verdict
-from jobset_core.observe import Observation, Observer, Target, Tracked, backoff
+from jobset_core.observe import Kind, Observation, Observer, Target, Tracked, backoff
 from jobset_core.outcome import Progress
-from jobset_core.resources import POD
+from jobset_core.policy.queue import kueue_event
+from jobset_core.resources import EVENT, POD
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
-__all__ = ["Waiting", "watch_run"]
+__all__ = ["Waiting", "kueue_events", "watch_run"]
 
 T = TypeVar("T")
 ProgressCallback = Callable[[Progress], None]
@@ -61,8 +64,7 @@ class Waiting:
     """What one wait needs besides the run: its rules, deadline and listeners.
 
     Attributes:
-        rules: What to wait for.
-        deadline: Epoch seconds after which the verdict is ``timeout`` (``None``: none).
+        rules: What to wait for (its deadline among them).
         logs: Follow these pods' logs meanwhile (into ``on_log``).
         on_log: Where log lines go.
         on_progress: Called with each progress event.
@@ -71,7 +73,6 @@ class Waiting:
     """
 
     rules: WaitRules
-    deadline: float | None = None
     logs: LogOptions | None = None
     on_log: LogSink | None = None
     on_progress: ProgressCallback | None = None
@@ -136,6 +137,8 @@ class _Watch:
         submission = waiting.submission
         self._refused = submission.refused if submission is not None else None
         self._failures = 0
+        self._kueue_version: Any = None
+        self._kueue_said: tuple[dict[str, Any], ...] = ()
 
     def _report(self, progress: Progress | None) -> None:
         if progress is not None and self.waiting.on_progress is not None:
@@ -182,19 +185,39 @@ class _Watch:
                 await self.backend.drive(
                     self.handle, tracked.observation(), create=False, remember=tracked.remember
                 )
+            seen = await self._kueue_events(observation if moved.deleted else tracked.observation())
             now = time.time()
-            step = judge.step(observation if moved.deleted else tracked.observation(), now)
+            step = judge.step(seen, now)
             for progress in step.reports:
                 self._report(progress)
             if step.verdict is not None and not _cleaning_up(self.handle, step.verdict, moved):
                 return await self._settle(step, moved)
             if moved.acted:
                 continue  # what the pass wrote is observed already: plan the next one
-            deadline = self.waiting.deadline
-            remaining = None if deadline is None else deadline - now
+            ends = judge.limit(now).ends_at
+            remaining = None if ends is None else ends - now
             if remaining is not None and remaining <= 0:
-                return judge.timeout(time.monotonic() - started)
+                return judge.timeout(time.monotonic() - started, now)
             await tracked.changed(_until_next(remaining, step.recheck_at, now))
+
+    async def _kueue_events(self, observation: Observation) -> Observation:
+        """The observation with Kueue's Events on the JobSet, when this identity may not read
+        Workloads and the JobSet is in a queue: listed again whenever the JobSet changed
+        (Kueue writes them as it admits, evicts or deactivates the run)."""
+        jobset = observation.jobset
+        if Kind.WORKLOAD not in observation.forbidden or jobset is None:
+            return observation
+        meta = jobset.get("metadata") or {}
+        if not (meta.get("labels") or {}).get(L.KUEUE_QUEUE):
+            return observation
+        version = meta.get("resourceVersion")
+        if version != self._kueue_version:
+            try:
+                self._kueue_said = await kueue_events(self.client, self.handle)
+            except JobSetError:
+                return observation  # the JobSet alone tells queued from admitted
+            self._kueue_version = version
+        return dataclasses.replace(observation, events=observation.events + self._kueue_said)
 
     async def _settle(self, step: Step, moved: Pass) -> Verdict:
         """The verdict, once its result is certain and a short TTL (native) was applied (or,
@@ -207,8 +230,9 @@ class _Watch:
             return verdict
         verdict = await self._with_result(verdict)
         if moved.linger is not None and not moved.deleted:
-            deadline = self.waiting.deadline
-            left = None if deadline is None else deadline - time.time()
+            now = time.time()
+            ends = self.judge.limit(now).ends_at
+            left = None if ends is None else ends - now
             if left is None or moved.linger < left:
                 await asyncio.sleep(moved.linger)
                 await self.backend.drive(
@@ -276,6 +300,14 @@ class _Watch:
         except JobSetError:
             return []  # the verdict stands; only its result is unknown
         return pods.items
+
+
+async def kueue_events(client: Client, handle: Handle) -> tuple[dict[str, Any], ...]:
+    """The Events Kueue wrote on the run's JobSet (``Normal`` ones, which the observer's
+    Warning Events leave out): what a waiter that may not read Workloads reads instead."""
+    fields = f"involvedObject.kind=JobSet,involvedObject.name={handle.name}"
+    page = await client.list(EVENT, namespace=handle.namespace, field_selector=fields)
+    return tuple(dict(e) for e in page.items if kueue_event(e))
 
 
 def _cleaning_up(handle: Handle, verdict: Verdict, moved: Pass) -> bool:

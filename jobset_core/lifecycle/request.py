@@ -33,10 +33,15 @@ from jobset_core.models import JobSet
 from jobset_core.naming import dns1123_label_errors, ensure_namespace
 from jobset_core.outcome import Phase
 from jobset_core.policy.pod_start import DEFAULT_GRACE, PodStartRules
+from jobset_core.policy.queue import Queue
 
 __all__ = [
+    "ON_PREEMPTION",
+    "Clock",
     "Deadline",
     "InvalidArgumentType",
+    "Limit",
+    "OnPreemption",
     "OnRestart",
     "RunRequest",
     "count",
@@ -45,10 +50,15 @@ __all__ = [
     "namespace",
     "one_of",
     "pod_start_rules",
+    "queue_name",
     "seconds",
 ]
 
 OnRestart = Literal["continue", "return"]
+#: What a wait does when a queue (Kueue) preempts the run: ``wait`` through the requeue;
+#: ``retry``: end the wait (a task's try ends, and the next one reattaches); ``fail``.
+OnPreemption = Literal["wait", "retry", "fail"]
+ON_PREEMPTION: tuple[OnPreemption, ...] = ("wait", "retry", "fail")
 
 
 class InvalidArgumentType(InvalidArgument, TypeError):
@@ -216,30 +226,77 @@ def log_options(
     )
 
 
+#: Why the native backend cannot run through Kueue (Kueue v0.17.0 admits one batch Job per
+#: Workload; only its pod integration composes a group, and only of plain pods).
+NATIVE_QUEUE = (
+    "the native backend cannot run through a Kueue queue: Kueue admits each of its child Jobs "
+    "on its own (one Workload per Job), and a JobSet admitted piece by piece can hold quota "
+    "while it waits for the rest; use backend='controller' (the JobSet controller and Kueue "
+    "admit the whole JobSet as one Workload)"
+)
+
+
+def queue_name(value: Any, argument: str) -> str | None:
+    """A Kueue LocalQueue or WorkloadPriorityClass name, as the label value that carries it
+    (a DNS label: at most 63 characters); ``None`` or ``""``: none.
+
+    Raises:
+        InvalidArgument: naming ``argument``.
+    """
+    name = _text(value, argument)
+    if name and dns1123_label_errors(name):
+        raise InvalidArgument(argument, "; ".join(dns1123_label_errors(name)))
+    return name
+
+
 # ------------------------------------------------------------------------------ the values
+
+
+Clock = Literal["run", "admission", "task"]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """When a wait is given up, at one observation.
+
+    Attributes:
+        ends_at: Epoch seconds (``None``: never).
+        clock: Which limit ends first: ``run`` (``timeout``: the running time),
+            ``admission`` (``admission_timeout``: the wait for a queue's admission) or
+            ``task`` (``not_after``: the caller's own limit).
+        budget: The seconds that limit allows in all (what a timeout's message says).
+    """
+
+    ends_at: float | None
+    clock: Clock = "run"
+    budget: float | None = None
 
 
 @dataclass(frozen=True)
 class Deadline:
-    """The run's time limits, as one value.
+    """The run's time limits, as one value: two clocks and the caller's own limit.
 
     Attributes:
-        timeout: Seconds the run may take, counted from ``started`` (``None``: no limit).
-        not_after: Epoch seconds past which the run is given up whatever ``timeout`` says
+        timeout: Seconds the run may *run*, from this wait's start: when a queue (Kueue)
+            holds the run, only while it is admitted (queue time never counts; time admitted
+            before an eviction does, an earlier try's does not). ``None``: no limit.
+        not_after: Epoch seconds past which the run is given up whatever the clocks say
             (Airflow's ``execution_timeout``, counted from the task's start).
-        started: Epoch seconds the timeout counts from; set once, when the run is started
-            (:meth:`begin`), and carried as it is to whoever waits afterwards.
-
-    The clock a queue's admission will add (a timeout that starts at admission, and an
-    admission timeout of its own) belongs here too.
+        started: Epoch seconds the run was started (submitted or adopted); set once
+            (:meth:`begin`) and carried as it is to whoever waits afterwards.
+        admission_timeout: Seconds the run may wait for a queue's admission, counted from
+            its submission, and again from each eviction that requeues it (``None``: no
+            limit). A run no queue holds is never waiting for admission.
     """
 
     timeout: float | None = None
     not_after: float | None = None
     started: float | None = None
+    admission_timeout: float | None = None
 
     def __post_init__(self) -> None:
         seconds(self.timeout, "timeout", positive=True)
+        seconds(self.admission_timeout, "admission_timeout", positive=True)
         for what in ("not_after", "started"):
             value = getattr(self, what)
             if value is not None and (
@@ -252,25 +309,60 @@ class Deadline:
     @property
     def limited(self) -> bool:
         """Whether the run has any time limit."""
-        return self.timeout is not None or self.not_after is not None
+        return any(v is not None for v in (self.timeout, self.not_after, self.admission_timeout))
 
     def begin(self, now: float) -> Deadline:
         """The deadline of a run started at ``now`` (kept when it had started already)."""
         return self if self.started is not None else dataclasses.replace(self, started=now)
 
+    def limit(self, queue: Queue | None, now: float, *, ran_before: float = 0.0) -> Limit:
+        """When the wait is given up, as the run stands at ``now``; after :meth:`begin`.
+
+        Args:
+            queue: What Kueue says of the run (``None``: no queue holds it).
+            now: Epoch seconds.
+            ran_before: Of the queue's ``past_running``, the seconds the run was admitted
+                before this wait began (an earlier try's): not this wait's running time.
+        """
+        limits: list[Limit] = []
+        begun = self.started if self.started is not None else now
+        if self.not_after is not None:
+            limits.append(Limit(self.not_after, "task", max(0.0, self.not_after - begun)))
+        if queue is None:
+            if self.timeout is not None:
+                limits.append(Limit(begun + self.timeout, "run", self.timeout))
+        elif queue.status == "admitted":
+            if self.timeout is not None:
+                since = max(begun, queue.since if queue.since is not None else begun)
+                ran = max(0.0, queue.past_running - ran_before) + max(0.0, now - since)
+                limits.append(Limit(now + self.timeout - ran, "run", self.timeout))
+        elif queue.status == "queued" and self.admission_timeout is not None:
+            since = max(begun, queue.since) if queue.since is not None else begun
+            ends = since + self.admission_timeout
+            limits.append(Limit(ends, "admission", self.admission_timeout))
+        if not limits:
+            return Limit(None)
+        return min(limits, key=lambda limit: limit.ends_at or math.inf)
+
+    def latest_end(self) -> float | None:
+        """The latest the wait can last whatever a queue does (``None``: unbounded): a
+        safety net for an outer timer (a deferred task's trigger timeout); after
+        :meth:`begin`. A queue's admission may come at any time, so only ``not_after``
+        bounds a run that may queue; a run without a queue is bounded by ``timeout`` too."""
+        return self.not_after
+
     def ends_at(self) -> float | None:
-        """Epoch seconds when the run is given up (``None``: never); after :meth:`begin`."""
-        ends = [] if self.not_after is None else [self.not_after]
-        if self.timeout is not None and self.started is not None:
-            ends.append(self.started + self.timeout)
-        return min(ends) if ends else None
+        """Epoch seconds when a run that no queue holds is given up (``None``: never); after
+        :meth:`begin`."""
+        if self.started is None:
+            return self.not_after
+        return self.limit(None, self.started).ends_at
 
     def budget(self) -> float | None:
-        """The seconds the run was given in all (what a timeout says); after :meth:`begin`."""
-        ends = self.ends_at()
-        if ends is None:
-            return None
-        return max(0.0, ends - self.started) if self.started is not None else self.timeout
+        """The seconds a run that no queue holds was given in all; after :meth:`begin`."""
+        if self.started is None:
+            return self.timeout
+        return self.limit(None, self.started).budget
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able form."""
@@ -280,7 +372,12 @@ class Deadline:
     def from_dict(cls, data: Mapping[str, Any] | None) -> Deadline:
         """Rebuild from :meth:`to_dict`."""
         data = data or {}
-        return cls(data.get("timeout"), data.get("not_after"), data.get("started"))
+        return cls(
+            data.get("timeout"),
+            data.get("not_after"),
+            data.get("started"),
+            data.get("admission_timeout"),
+        )
 
 
 @dataclass(frozen=True)
@@ -311,6 +408,12 @@ class RunRequest:
             is created.
         wait_gone: After a delete, wait until nothing of the run is left (so a retry never
             meets it being deleted).
+        queue: The Kueue LocalQueue to run through (the JobSet's label
+            ``kueue.x-k8s.io/queue-name``; it is created suspended, as Kueue expects, and
+            runs once admitted). Controller backend only.
+        priority_class: The Kueue WorkloadPriorityClass of its Workload.
+        on_preemption: What the wait does when Kueue preempts (evicts) the run:
+            ``wait``, ``retry`` or ``fail`` (see :data:`OnPreemption`).
     """
 
     jobset: JobSet | None = None
@@ -329,10 +432,20 @@ class RunRequest:
     adopt_uid: str | None = None
     replace: Handle | None = None
     wait_gone: bool = False
+    queue: str | None = None
+    priority_class: str | None = None
+    on_preemption: OnPreemption = "wait"
 
     def __post_init__(self) -> None:
         namespace(self.namespace)
         one_of(self.backend, "backend", BACKEND_CHOICES)
+        one_of(self.on_preemption, "on_preemption", ON_PREEMPTION)
+        object.__setattr__(self, "queue", queue_name(self.queue, "queue"))
+        object.__setattr__(
+            self, "priority_class", queue_name(self.priority_class, "priority_class")
+        )
+        if self.queue and self.backend == "native":
+            raise InvalidArgument("queue", NATIVE_QUEUE)
         one_of(self.on_restart, "on_restart", ("continue", "return"))
         one_of(self.delete_policy, "delete_policy", DELETE_POLICIES)
         for what in ("cancel_on_kill", "inject_env", "wait_gone"):
@@ -377,6 +490,9 @@ class RunRequest:
             "adopt_uid": self.adopt_uid,
             "replace": None if replace is None else dataclasses.asdict(replace),
             "wait_gone": self.wait_gone,
+            "queue": self.queue,
+            "priority_class": self.priority_class,
+            "on_preemption": self.on_preemption,
         }
 
     @classmethod
@@ -399,4 +515,7 @@ class RunRequest:
             adopt_uid=data.get("adopt_uid"),
             replace=None if replace is None else Handle(**replace),
             wait_gone=data.get("wait_gone", False),
+            queue=data.get("queue"),
+            priority_class=data.get("priority_class"),
+            on_preemption=data.get("on_preemption", "wait"),
         )

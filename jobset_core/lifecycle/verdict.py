@@ -15,15 +15,19 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict
 
 from jobset_core.errors import (
+    AdmissionTimeout,
     CreationFailed,
     JobSetFailed,
     JobSetGone,
+    JobSetPreempted,
     JobSetRestarting,
     PodsCannotStart,
+    QueueRefused,
     RunEnded,
     WaitTimeout,
 )
 from jobset_core.outcome import PODS_CANNOT_START, Backend, Outcome
+from jobset_core.policy.queue import ADMISSION_TIMEOUT, Queue
 
 __all__ = [
     "DELETE_POLICIES",
@@ -40,27 +44,40 @@ __all__ = [
 #:   its pods cannot start: reason :data:`~jobset_core.outcome.PODS_CANNOT_START`);
 #: * ``restarting``: it restarted and the waiter asked to hand restarts back;
 #: * ``reached``: it reached a phase the waiter asked for (sensors);
-#: * ``timeout``: the deadline passed first;
+#: * ``timeout``: the deadline passed first (reason ``AdmissionTimeout``: the wait for a
+#:   queue's admission outlasted ``admission_timeout``);
 #: * ``creation_failed``: a child object cannot be created;
-#: * ``gone``: the JobSet was deleted, or replaced by a namesake.
+#: * ``gone``: the JobSet was deleted, or replaced by a namesake;
+#: * ``preempted``: its queue (Kueue) preempted it and the waiter asked to hand preemptions
+#:   back (``on_preemption="retry"``);
+#: * ``refused``: its queue will not run it (a deactivated Workload, a request no quota can
+#:   hold, a LocalQueue that does not exist, or a preemption with ``on_preemption="fail"``).
 VerdictKind = Literal[
-    "completed", "failed", "restarting", "reached", "timeout", "creation_failed", "gone"
+    "completed",
+    "failed",
+    "restarting",
+    "reached",
+    "timeout",
+    "creation_failed",
+    "gone",
+    "preempted",
+    "refused",
 ]
 
 #: When a finished run deletes its JobSet (everything it created goes with it):
 #:
 #: * ``never``: keep it, whatever happened;
 #: * ``on_timeout``: delete what the waiter gave up on (timeout, a child that cannot be
-#:   created), keep completed and failed runs;
+#:   created, a run its queue will not run), keep completed and failed runs;
 #: * ``on_success``: also delete completed runs; keep failed ones to inspect;
 #: * ``always``: delete it whatever happened.
 #:
-#: A restart handed back never deletes (the next try continues with the same JobSet); a
-#: cancelled run (task killed, SIGTERM) is deleted by the cancel itself.
+#: A restart or a preemption handed back never deletes (the next try continues with the same
+#: JobSet); a cancelled run (task killed, SIGTERM) is deleted by the cancel itself.
 DeletePolicy = Literal["never", "on_timeout", "on_success", "always"]
 DELETE_POLICIES: tuple[DeletePolicy, ...] = get_args(DeletePolicy)
 
-_GAVE_UP: frozenset[str] = frozenset({"timeout", "creation_failed"})
+_GAVE_UP: frozenset[str] = frozenset({"timeout", "creation_failed", "refused"})
 _DELETES: dict[str, frozenset[str]] = {
     "never": frozenset(),
     "on_timeout": _GAVE_UP,
@@ -73,6 +90,8 @@ _ERRORS: dict[str, type[RunEnded]] = {
     "timeout": WaitTimeout,
     "creation_failed": CreationFailed,
     "gone": JobSetGone,
+    "preempted": JobSetPreempted,
+    "refused": QueueRefused,
 }
 
 
@@ -90,6 +109,8 @@ class Verdict(BaseModel):
             ``Deleted``/``Replaced``/``Timeout``).
         message: What happened, in words (the same on every path).
         waited_seconds: How long the wait lasted.
+        queue: What Kueue said of the run when the wait ended (``None``: no queue holds
+            it): status, queues, reason, evictions (see :class:`~jobset_core.policy.queue.Queue`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -103,6 +124,7 @@ class Verdict(BaseModel):
     reason: str = ""
     message: str = ""
     waited_seconds: float = 0.0
+    queue: Queue | None = None
 
     @property
     def ok(self) -> bool:
@@ -129,6 +151,8 @@ def error_for(verdict: Verdict) -> RunEnded | None:
     """The core's error for a verdict that is not :attr:`Verdict.ok` (``None`` when it is)."""
     if verdict.pods_cannot_start:
         return PodsCannotStart(verdict)
+    if verdict.kind == "timeout" and verdict.reason == ADMISSION_TIMEOUT:
+        return AdmissionTimeout(verdict)
     cls = _ERRORS.get(verdict.kind)
     return cls(verdict) if cls is not None else None
 

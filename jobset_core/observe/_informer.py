@@ -199,7 +199,10 @@ class Informer:
 
     def _fail(self, error: JobSetError) -> None:
         self.problem = error
-        log.warning("cannot watch %s: %s", self.source.label, error)
+        # A cluster without Kueue serves no Workloads (404), and an identity may not read
+        # them (403, said once by the waiter): expected, not worth a warning.
+        expected = self.source.kind is Kind.WORKLOAD and isinstance(error, (NotFound, Forbidden))
+        (log.debug if expected else log.warning)("cannot watch %s: %s", self.source.label, error)
         self.synced.set()
         covers = self.covers()
         self._changed(self.stores.mark_synced(self.source.kind, covers) | set(covers))

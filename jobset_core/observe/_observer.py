@@ -18,9 +18,10 @@ scope          informers
                ``namespace``. For a process that waits for many (a triggerer).
 =============  ====================================================================
 
-What a run needs: a controller run its JobSet, Jobs, pods and Warning Events; a native run its
-anchor ConfigMap, Jobs, pods and Warning Events. Informers start with the first run they
-cover and stop with the last. Objects of runs nobody tracks are dropped on arrival, so the
+What a run needs: a controller run its JobSet, Jobs, pods, Warning Events and Kueue Workloads
+(a cluster without Kueue answers the first list with 404 and the informer stops there); a
+native run its anchor ConfigMap, Jobs, pods and Warning Events. Informers start with the first
+run they cover and stop with the last. Objects of runs nobody tracks are dropped on arrival, so the
 cost of a shared watch is a connection, not memory.
 
 :meth:`Observer.stats` counts what it costs: informers by kind, lists, watches, events,
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobset_core import labels as L
-from jobset_core.errors import JobSetError
+from jobset_core.errors import Forbidden, JobSetError
 from jobset_core.observe._informer import Informer, Source
 from jobset_core.observe._store import Observation, Stores
 from jobset_core.observe._views import Kind, RunKey
@@ -58,11 +60,14 @@ SCOPES: tuple[Scope, ...] = ("auto", "cluster", "namespace", "run")
 
 #: Kinds a run needs, by backend.
 _NEEDS: dict[str, tuple[Kind, ...]] = {
-    "controller": (Kind.JOBSET, Kind.JOB, Kind.POD, Kind.EVENT),
+    "controller": (Kind.JOBSET, Kind.JOB, Kind.POD, Kind.EVENT, Kind.WORKLOAD),
     "native": (Kind.ANCHOR, Kind.JOB, Kind.POD, Kind.EVENT),
 }
-#: Kinds without which a wait still reaches its verdict (from the JobSet status alone).
-_OPTIONAL = frozenset({Kind.JOB, Kind.POD, Kind.EVENT})
+#: Kinds without which a wait still reaches its verdict (from the JobSet status alone; a
+#: cluster without Kueue serves no Workloads, and an identity that may not read them has the
+#: JobSet and Kueue's Events on it).
+_OPTIONAL = frozenset({Kind.JOB, Kind.POD, Kind.EVENT, Kind.WORKLOAD})
+_WORKLOADS = L.KUEUE_JOB_UID  # the Workloads of jobs (every JobSet's among them)
 _WARNINGS = "type=Warning"
 _ANCHORS = f"{L.ANCHOR_LABEL}={L.ANCHOR_VALUE}"
 #: Seconds a watch stays open before the server ends it and it is reopened.
@@ -120,11 +125,18 @@ class Tracked:
     def observation(self) -> Observation:
         """The run as the observer sees it now."""
         run = self._observer.stores.tracked(self.key)
-        return run.observation() if run is not None else Observation(self.key)
+        seen = run.observation() if run is not None else Observation(self.key)
+        forbidden = frozenset(k for k in _OPTIONAL if self.forbidden(k))
+        return dataclasses.replace(seen, forbidden=forbidden) if forbidden else seen
 
     def problem(self) -> JobSetError | None:
         """Why the run cannot be observed (its JobSet or anchor cannot be watched), if so."""
         return self._observer.problem(self.target)
+
+    def forbidden(self, kind: Kind) -> bool:
+        """Whether this identity may not list and watch ``kind`` for the run (403): the waiter
+        reads what it can instead (Kueue's Events on the JobSet for its Workload)."""
+        return isinstance(self._observer.informer_problem(kind, self.target), Forbidden)
 
     async def changed(self, timeout: float | None) -> bool:
         """Wait until the run changed (``True``) or ``timeout`` seconds passed (``False``)."""
@@ -277,6 +289,13 @@ class Observer:
             for tracked in self._trackers.get(key, ()):
                 tracked.wake()
 
+    def informer_problem(self, kind: Kind, target: Target) -> JobSetError | None:
+        """Why the informer of ``kind`` for the run stopped, if it did."""
+        if kind not in target.kinds:
+            return None
+        informer = self._informers.get(self._source(kind, target))
+        return informer.problem if informer is not None else None
+
     def problem(self, target: Target) -> JobSetError | None:
         """A failure that keeps the run from being observed, if any (an informer of its
         JobSet or anchor that cannot watch); optional kinds are only logged."""
@@ -293,6 +312,7 @@ class Observer:
         one-off look: ``jobsetctl status``, a sensor's reschedule poke)."""
         stores = Stores()
         stores.track(target.key, target.kinds)
+        forbidden: set[Kind] = set()
         for kind in target.kinds:
             label, field = _run_selectors(kind, target.name)
             if kind is Kind.EVENT:
@@ -304,14 +324,17 @@ class Observer:
                     label_selector=label,
                     field_selector=field,
                 )
-            except JobSetError:
+            except JobSetError as error:
                 if kind not in _OPTIONAL:
                     raise
+                if isinstance(error, Forbidden):
+                    forbidden.add(kind)
                 stores.mark_synced(kind, [target.key])
                 continue
             stores.relist(kind, page.items, page.resource_version, [target.key])
         run = stores.tracked(target.key)
-        return run.observation() if run is not None else Observation(target.key)
+        seen = run.observation() if run is not None else Observation(target.key)
+        return dataclasses.replace(seen, forbidden=frozenset(forbidden))
 
     async def aclose(self) -> None:
         """Stop every informer."""
@@ -387,6 +410,8 @@ def _shared_label(kind: Kind) -> str | None:
         return L.JOBSET_NAME  # every JobSet child, and nothing else
     if kind is Kind.ANCHOR:
         return _ANCHORS
+    if kind is Kind.WORKLOAD:
+        return _WORKLOADS
     return None
 
 
@@ -397,4 +422,6 @@ def _run_selectors(kind: Kind, name: str) -> tuple[str | None, str | None]:
         return _ANCHORS, f"metadata.name={name}"
     if kind is Kind.JOBSET:
         return None, f"metadata.name={name}"
+    if kind is Kind.WORKLOAD:  # named by Kueue (jobset-<name>-<hash>): by its job-uid label
+        return _WORKLOADS, None
     return None, _WARNINGS

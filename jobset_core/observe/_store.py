@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jobset_core.labels import KUEUE_JOB_UID
 from jobset_core.observe._views import (
     Kind,
     RunKey,
@@ -60,6 +61,10 @@ class Observation:
         jobs: The run's child Jobs (trimmed), by name.
         pods: The run's pods (trimmed), by name.
         events: The newest Warning Events about the run, its Jobs and pods, oldest first.
+        workloads: Kueue's Workloads of the run (trimmed): of its JobSet, and of an earlier
+            namesake until they are gone (see :meth:`workload_of`).
+        forbidden: Kinds this identity may not list and watch for the run (403): a waiter
+            reads what it can instead.
         synced: Every kind this run needs has been listed at least once (before that, a
             missing object only means "not seen yet").
         version: A counter that grows with every change of this run.
@@ -73,6 +78,16 @@ class Observation:
     events: tuple[Obj, ...] = ()
     synced: bool = False
     version: int = 0
+    workloads: tuple[Obj, ...] = ()
+    forbidden: frozenset[Kind] = frozenset()
+
+    def workload_of(self, uid: str) -> Obj | None:
+        """The Workload of the JobSet with this UID (Kueue labels it with the UID)."""
+        for workload in self.workloads:
+            labels = (workload.get("metadata") or {}).get("labels") or {}
+            if uid and labels.get(KUEUE_JOB_UID) == uid:
+                return workload
+        return None
 
 
 @dataclass
@@ -84,7 +99,7 @@ class RunObjects:
     holders: int = 0
     heads: dict[Kind, Obj] = field(default_factory=dict)
     children: dict[Kind, dict[str, Obj]] = field(
-        default_factory=lambda: {Kind.JOB: {}, Kind.POD: {}}
+        default_factory=lambda: {Kind.JOB: {}, Kind.POD: {}, Kind.WORKLOAD: {}}
     )
     events: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
     tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
@@ -102,6 +117,7 @@ class RunObjects:
             events=tuple(self.events.values()),
             synced=self.kinds <= self.synced,
             version=self.version,
+            workloads=tuple(v for _, v in sorted(self.children[Kind.WORKLOAD].items())),
         )
 
 
@@ -158,11 +174,13 @@ class Stores:
     def size(self) -> dict[str, int]:
         """How many objects are kept, by kind (for stats)."""
         out = {"runs": len(self._runs), "jobsets": 0, "anchors": 0, "jobs": 0, "pods": 0}
+        out["workloads"] = 0
         out["events"] = 0
         out["orphan_events"] = len(self._orphans)
         for run in self._runs.values():
             out["jobsets"] += Kind.JOBSET in run.heads
             out["anchors"] += Kind.ANCHOR in run.heads
+            out["workloads"] += len(run.children[Kind.WORKLOAD])
             out["jobs"] += len(run.children[Kind.JOB])
             out["pods"] += len(run.children[Kind.POD])
             out["events"] += len(run.events)
@@ -215,7 +233,7 @@ class Stores:
         kept = trim(kind, obj)
         if current == kept:
             return False
-        if kind in (Kind.JOBSET, Kind.ANCHOR):
+        if kind.head:
             run.heads[kind] = kept
         else:
             run.children[kind][name] = kept
@@ -247,7 +265,7 @@ class Stores:
             self._orphans.popitem(last=False)
 
     def _current(self, run: RunObjects, kind: Kind, name: str) -> Obj | None:
-        if kind in (Kind.JOBSET, Kind.ANCHOR):
+        if kind.head:
             head = run.heads.get(kind)
             return head if head is not None and object_key(head)[1] == name else None
         return run.children[kind].get(name)
@@ -261,7 +279,7 @@ class Stores:
         held = _rv(current)
         if version is not None and held is not None and held > version:
             return False  # the deletion is older than what we hold (a re-created namesake)
-        if kind in (Kind.JOBSET, Kind.ANCHOR):
+        if kind.head:
             del run.heads[kind]
         else:
             del run.children[kind][name]
@@ -351,7 +369,7 @@ class Stores:
     ) -> bool:
         if kind is Kind.EVENT:
             return False
-        if kind in (Kind.JOBSET, Kind.ANCHOR):
+        if kind.head:
             head = run.heads.get(kind)
             present = {object_key(head)[1]} if head is not None else set()
         else:

@@ -20,7 +20,7 @@ from typing import Any
 
 from jobset_core import labels as L
 from jobset_core.pods import metadata, object_labels
-from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, ApiResource
+from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, WORKLOAD, ApiResource
 
 __all__ = [
     "Kind",
@@ -56,6 +56,7 @@ _CHILD_LABELS = (
     L.COORDINATOR,
 )
 _POD_ANNOTATIONS = (L.JOB_COMPLETION_INDEX,)
+_WORKLOAD_LABELS = (L.KUEUE_JOB_UID, L.KUEUE_QUEUE)
 
 
 class Kind(enum.Enum):
@@ -66,6 +67,7 @@ class Kind(enum.Enum):
     JOB = "job"
     POD = "pod"
     EVENT = "event"
+    WORKLOAD = "workload"
 
     @property
     def resource(self) -> ApiResource:
@@ -76,7 +78,13 @@ class Kind(enum.Enum):
             Kind.JOB: JOB,
             Kind.POD: POD,
             Kind.EVENT: EVENT,
+            Kind.WORKLOAD: WORKLOAD,
         }[self]
+
+    @property
+    def head(self) -> bool:
+        """Whether a run has one object of this kind (else many, or Events)."""
+        return self in (Kind.JOBSET, Kind.ANCHOR)
 
 
 def _pick(mapping: Any, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -186,12 +194,37 @@ def _trim_anchor(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _trim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A Kueue Workload: what says whether the run is queued, admitted or refused, and why."""
+    spec = _pick(obj.get("spec"), ("active", "queueName", "priorityClassName", "priority"))
+    status = _pick(
+        obj.get("status"),
+        ("conditions", "requeueState", "schedulingStats", "accumulatedPastExecutionTimeSeconds"),
+    )
+    admission = (obj.get("status") or {}).get("admission")
+    if isinstance(admission, Mapping):
+        status["admission"] = {
+            "clusterQueue": admission.get("clusterQueue"),
+            "podSetAssignments": [
+                _pick(a, ("name", "flavors", "count"))
+                for a in admission.get("podSetAssignments") or []
+                if isinstance(a, Mapping)
+            ],
+        }
+    return {
+        "metadata": _trimmetadata(obj, label_keys=_WORKLOAD_LABELS),
+        "spec": spec,
+        "status": status,
+    }
+
+
 _TRIMS = {
     Kind.JOBSET: _trim_jobset,
     Kind.ANCHOR: _trim_anchor,
     Kind.JOB: _trim_job,
     Kind.POD: _trim_pod,
     Kind.EVENT: _trim_event,
+    Kind.WORKLOAD: _trim_workload,
 }
 
 
@@ -232,6 +265,11 @@ def run_of(kind: Kind, obj: Mapping[str, Any]) -> RunKey | None:
     if kind in (Kind.JOB, Kind.POD):
         owner = object_labels(obj).get(L.JOBSET_NAME)
         return (namespace, str(owner)) if owner else None
+    if kind is Kind.WORKLOAD:  # Kueue's Workload of a JobSet: controlled by it
+        for ref in metadata(obj).get("ownerReferences") or []:
+            if isinstance(ref, Mapping) and ref.get("kind") == "JobSet" and ref.get("name"):
+                return (namespace, str(ref["name"]))
+        return None
     subject_kind, subject_ns, subject_name, _ = event_subject(obj)
     if subject_kind in ("JobSet", "ConfigMap") and subject_name:
         return (subject_ns, subject_name)

@@ -9,6 +9,8 @@ pod requesting a resource the ClusterQueue does not cover is never admitted).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from tests.cluster.localcluster.kueue import CLUSTER_QUEUE, FLAVOR, HIGH, LOW, QUEUE_LABEL, QUOTA
@@ -24,6 +26,8 @@ __all__ = [
     "QUOTA",
     "condition",
     "create_local_queue",
+    "own_queue",
+    "queued_jobset",
     "workload_of",
 ]
 
@@ -67,3 +71,89 @@ def condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
         if c["type"] == ctype:
             return dict(c)
     return None
+
+
+@contextlib.contextmanager
+def own_queue(custom: Any, namespace: str, cpu: str = "4") -> Iterator[str]:
+    """A ClusterQueue of this test alone (``cpu`` CPUs of the devcluster's flavor, preemption
+    by priority within it), for ``namespace`` only, and a LocalQueue of it there: tests that
+    run at once never share quota. Yields the LocalQueue's name; the ClusterQueue is deleted
+    afterwards (Kueue finishes deleting it once its Workloads are gone with the namespace)."""
+    name = f"cq-{namespace}"[:63]
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {
+                "matchLabels": {"kubernetes.io/metadata.name": namespace},
+            },
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": FLAVOR,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": cpu},
+                                {"name": "memory", "nominalQuota": "64Gi"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+        },
+    }
+    custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
+    try:
+        create_local_queue(custom, namespace, LOCAL_QUEUE, cluster_queue=name)
+        yield LOCAL_QUEUE
+    finally:
+        with contextlib.suppress(Exception):
+            custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", name)
+
+
+def queued_jobset(
+    name: str,
+    *,
+    cpu: str,
+    run_seconds: float,
+    replicas: int = 1,
+    queue: str | None = LOCAL_QUEUE,
+    priority: str | None = None,
+    labels: dict[str, str] | None = None,
+    notes: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A JobSet of ``replicas`` pods of one replicated job ``w``, each requesting ``cpu``
+    CPUs (Kueue counts requests) and running ``run_seconds`` on the kwok nodes; labelled for
+    ``queue`` (and ``priority``) unless they are ``None``."""
+    annotations = {"devcluster/run-seconds": str(run_seconds), **(notes or {})}
+    pod = {
+        "metadata": {"annotations": annotations},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
+    job = {"backoffLimit": 0, "completions": 1, "parallelism": 1, "template": pod}
+    marks = dict(labels or {})
+    if queue:
+        marks[QUEUE_LABEL] = queue
+    if priority:
+        marks[PRIORITY_LABEL] = priority
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": marks},
+        "spec": {
+            "replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job}}]
+        },
+    }
