@@ -46,6 +46,7 @@ _OWN = (
     "in_cluster",
 )
 _POD_START = ("start_grace", "pending_timeout", "crash_loop_restarts")
+_QUEUE = ("queue", "priority_class", "on_preemption")
 _LOGS = (
     "log_pods",
     "log_container",
@@ -72,6 +73,7 @@ def operator_request(arguments: Mapping[str, Any]) -> RunRequest:
 
 def _request(arguments: Mapping[str, Any]) -> RunRequest:
     followed = core.log_options(**{k: arguments[k] for k in _LOGS})  # checked even if unused
+    core.seconds(arguments["admission_timeout"], "admission_timeout", positive=True)
     return RunRequest(
         backend=arguments["backend"],
         on_restart="return",  # each restart ends a try; the next one continues the run
@@ -82,6 +84,7 @@ def _request(arguments: Mapping[str, Any]) -> RunRequest:
         failed_pod_log_lines=arguments["failed_pod_log_lines"],
         inject_env=arguments["inject_env"],
         wait_gone=True,  # a retry must never meet this run being deleted
+        **{k: arguments[k] for k in _QUEUE},
     )
 
 
@@ -89,15 +92,20 @@ def operator_deadline(
     timeout: _dt.timedelta | None,
     execution_timeout: _dt.timedelta | None,
     started: _dt.datetime | None,
+    admission_timeout: _dt.timedelta | float | None = None,
 ) -> Deadline:
-    """A try's limits: ``timeout`` from the run's start, and ``execution_timeout`` from the
-    task's start (``started``, else now), whichever ends first."""
+    """A try's limits: ``timeout`` of running (from the run's start, or from its admission
+    when a queue holds it), ``admission_timeout`` of waiting for that admission, and
+    ``execution_timeout`` from the task's start (``started``, else now), whichever ends
+    first."""
     not_after = None
     if execution_timeout is not None:
         begun = started or _dt.datetime.now(_dt.timezone.utc)
         not_after = (begun + execution_timeout).timestamp()
     return Deadline(
-        timeout=timeout.total_seconds() if timeout is not None else None, not_after=not_after
+        timeout=timeout.total_seconds() if timeout is not None else None,
+        not_after=not_after,
+        admission_timeout=core.seconds(admission_timeout, "admission_timeout", positive=True),
     )
 
 
@@ -106,8 +114,9 @@ class JobSetRetriesWarning(UserWarning):
 
 
 def default_retry_policy() -> Any:
-    """Airflow 3.3's retry policy for JobSet tasks: retry a restart at once, never retry a
-    terminal failure, the default for anything else (``None`` before 3.3)."""
+    """Airflow 3.3's retry policy for JobSet tasks: retry a restart or a preemption at once,
+    never retry a terminal failure (or a queue that will not run the JobSet), the default for
+    anything else (``None`` before 3.3)."""
     if not AIRFLOW_V_3_3_PLUS:
         return None
     from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
@@ -119,6 +128,17 @@ def default_retry_policy() -> Any:
                 action=RetryAction.RETRY,
                 retry_delay=_dt.timedelta(seconds=1),
                 reason="the JobSet restarted: the next try continues with it",
+            ),
+            RetryRule(
+                exception="jobset_core.errors.JobSetPreempted",
+                action=RetryAction.RETRY,
+                retry_delay=_dt.timedelta(seconds=1),
+                reason="the queue preempted the JobSet: the next try waits for its readmission",
+            ),
+            RetryRule(
+                exception="jobset_core.errors.QueueRefused",
+                action=RetryAction.FAIL,
+                reason="the JobSet's queue will not run it: a new try would meet the same queue",
             ),
             RetryRule(
                 exception="jobset_core.errors.PodsCannotStart",

@@ -10,7 +10,12 @@ error                        when                                          retri
 ===========================  ============================================  ================
 ``JobSetRestarting``         the JobSet restarted: the try ends, the next  yes (at once on
                              try continues with the same JobSet            Airflow 3.3+)
+``JobSetPreempted``          its Kueue queue preempted it                  yes (at once on
+                             (``on_preemption="retry"``): the next try     Airflow 3.3+)
+                             reattaches and waits for its readmission
 ``WaitTimeout``              ``timeout`` / ``execution_timeout`` passed    yes
+``AdmissionTimeout``         its queue did not admit it within             yes
+                             ``admission_timeout`` (a ``WaitTimeout``)
 ``JobSetGone``               the JobSet was deleted or replaced meanwhile  yes
 ``CreationFailed``           a child object cannot be created              yes
 ``JobSetFailed``             terminal ``Failed`` (FailJobSet,              never (wrapped)
@@ -18,6 +23,9 @@ error                        when                                          retri
 ``PodsCannotStart``          its pods cannot start (wrong image, missing   never (wrapped)
                              Secret, unschedulable, crash loop): a
                              ``JobSetFailed``, reason ``PodsCannotStart``
+``QueueRefused``             its queue will not run it (a deactivated      never (wrapped)
+                             Workload, a request no quota can hold, a
+                             missing LocalQueue; a ``JobSetFailed``)
 ``SpecError``                the JobSet is invalid (nothing was created)   never (wrapped)
 ``IdentityMismatch``         its name belongs to another run               never (wrapped)
 ===========================  ============================================  ================
@@ -26,31 +34,37 @@ error                        when                                          retri
 from __future__ import annotations
 
 from jobset_core.errors import (
+    AdmissionTimeout,
     CreationFailed,
     IdentityMismatch,
     JobSetFailed,
     JobSetGone,
+    JobSetPreempted,
     JobSetRestarting,
     PodsCannotStart,
+    QueueRefused,
     SpecError,
     WaitTimeout,
 )
 
 __all__ = [
     "NEVER_RETRIED",
+    "AdmissionTimeout",
     "CreationFailed",
     "IdentityMismatch",
     "JobSetFailed",
     "JobSetGone",
+    "JobSetPreempted",
     "JobSetRestarting",
     "PodsCannotStart",
+    "QueueRefused",
     "SpecError",
     "WaitTimeout",
 ]
 
 #: Errors the operator wraps in ``AirflowFailException``: no retry can help.
 NEVER_RETRIED: tuple[type[Exception], ...] = (
-    JobSetFailed,  # PodsCannotStart with it: a new try would meet the same image, Secret...
+    JobSetFailed,  # PodsCannotStart and QueueRefused with it: a new try would meet the same
     SpecError,
     IdentityMismatch,
 )

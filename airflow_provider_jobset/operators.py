@@ -1,8 +1,9 @@
 """``JobSetOperator``: run a Kubernetes JobSet as an Airflow task.
 
-The operator is a thin shell over the core's one lifecycle (:class:`jobset_core.lifecycle.Run`):
-the JobSet is loaded and validated by :mod:`jobset_core`, named and labelled for its task
-instance (:mod:`._identity`), then
+The operator is a thin shell over the core's one lifecycle
+(:class:`jobset_core.lifecycle.Lifecycle`, entered through its one door): the JobSet is loaded
+and validated by :mod:`jobset_core`, named and labelled for its task instance
+(:mod:`._identity`), then
 
 * worker mode: submitted (or adopted: an earlier try's JobSet is never duplicated), waited for
   and finished in one call, through the core's blocking façade;
@@ -43,6 +44,7 @@ from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
 from jobset_core import lifecycle as core
 from jobset_core.errors import JobSetGone, SpecError
+from jobset_core.labels import KUEUE_QUEUE as QUEUE_LABEL
 from jobset_core.lifecycle import (
     DEFAULT_GRACE,
     BackendChoice,
@@ -50,6 +52,7 @@ from jobset_core.lifecycle import (
     Finished,
     Handle,
     LogLine,
+    OnPreemption,
     Reporter,
     RunRequest,
     Started,
@@ -94,8 +97,22 @@ class JobSetOperator(BaseOperator):
         cluster_context: A kubeconfig context (overrides the connection).
         in_cluster: Use the pod's service account (overrides the connection).
         deferrable: Wait in the triggerer (default: ``[operators] default_deferrable``).
-        timeout: Longest wait for the JobSet per try; also enforced while deferred.
-            ``execution_timeout`` is enforced the same way.
+        timeout: Longest the JobSet may run per try; also enforced while deferred. When a
+            queue holds it, only the time it is admitted counts (queue time never does).
+            ``execution_timeout`` (the whole try, queue time included) is enforced too.
+        queue: A Kueue LocalQueue to run through (the label ``kueue.x-k8s.io/queue-name``;
+            the JobSet is created suspended and runs once Kueue admits it; the task log says
+            where it waits and why). Controller backend only.
+        priority_class: The Kueue WorkloadPriorityClass of the run.
+        admission_timeout: Longest wait for the queue's admission, from the submission and
+            again from each eviction (a ``timedelta`` or seconds; ``None``: no limit): the try
+            fails with ``AdmissionTimeout`` (retried, as a timeout is; ``delete_policy``
+            applies as to a timeout).
+        on_preemption: When Kueue preempts the run: ``wait`` (default: wait for its
+            readmission), ``retry`` (end the try with ``JobSetPreempted``; the next try
+            reattaches to the same JobSet) or ``fail`` (``QueueRefused``, never retried). A
+            deactivated Workload, or a request no quota can ever hold, fails the try at once
+            whatever this says.
         delete_policy: Delete the JobSet when the task ends: ``on_success`` (default: a
             completed run, and one the try gave up on; failed ones are kept for inspection),
             ``on_timeout`` (only what the try gave up on), ``always`` or ``never``. A restart
@@ -156,6 +173,10 @@ class JobSetOperator(BaseOperator):
         in_cluster: bool | None = None,
         deferrable: bool | None = None,
         timeout: _dt.timedelta | None = None,
+        queue: str | None = None,
+        priority_class: str | None = None,
+        admission_timeout: _dt.timedelta | float | None = None,
+        on_preemption: OnPreemption = "wait",
         delete_policy: DeletePolicy = "on_success",
         stream_logs: bool = True,
         log_pods: str = "coordinator",
@@ -193,6 +214,7 @@ class JobSetOperator(BaseOperator):
         self.in_cluster = in_cluster
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.timeout = timeout
+        self.admission_timeout = admission_timeout
         self.delete_policy: DeletePolicy = delete_policy
         self.stream_logs = stream_logs
         self.link_template = link_template
@@ -292,7 +314,7 @@ class JobSetOperator(BaseOperator):
             context["ti"].xcom_push(
                 key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
             )
-        if verdict.kind in ("completed", "failed"):
+        if verdict.kind in ("completed", "failed", "refused"):  # nothing more will happen
             self._store(task_state_store(context), run_handle(verdict), finished=True)
 
     def _log_line(self, line: LogLine) -> None:
@@ -310,7 +332,10 @@ class JobSetOperator(BaseOperator):
         adopt_uid, stale = self._record(store, request.run_name)
         request = request.but(
             deadline=operator_deadline(
-                self.timeout, self.execution_timeout, getattr(ti, "start_date", None)
+                self.timeout,
+                self.execution_timeout,
+                getattr(ti, "start_date", None),
+                self.admission_timeout,
             ),
             adopt_uid=adopt_uid,
             replace=stale,
@@ -398,7 +423,13 @@ class JobSetOperator(BaseOperator):
         from airflow_provider_jobset.triggers import JobSetTrigger
 
         handle = started.handle
-        ends = started.request.deadline.ends_at()
+        deadline = started.request.deadline
+        created = started.submission.obj
+        labels = (created.get("metadata") or {}).get("labels") or {}
+        held = (created.get("spec") or {}).get("suspend") is True  # a queue's, or anyone's
+        # A queue may admit the run at any time: only execution_timeout bounds its wait then.
+        queued = bool(labels.get(QUEUE_LABEL)) or held
+        ends = deadline.latest_end() if queued else deadline.ends_at()
         timeout = None
         if ends is not None:
             timeout = _dt.timedelta(seconds=max(ends - time.time(), 0.0)) + _DEFER_GRACE

@@ -13,6 +13,7 @@ triggerer with :class:`~.triggers.JobSetTrigger`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import time
 from collections.abc import Mapping, Sequence
@@ -30,10 +31,20 @@ from airflow_provider_jobset._compat import (
     BaseSensorOperator,
     default_deferrable,
 )
+from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core import lifecycle as core
-from jobset_core.lifecycle import DEFAULT_GRACE, BackendChoice, Deadline, RunRequest
+from jobset_core.lifecycle import (
+    DEFAULT_GRACE,
+    BackendChoice,
+    Deadline,
+    OnPreemption,
+    RunRequest,
+    Verdict,
+    error_for,
+)
 from jobset_core.outcome import Outcome, Phase
+from jobset_core.policy.queue import ADMISSION_TIMEOUT
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Handle, Lifecycle
@@ -96,6 +107,12 @@ class JobSetSensor(BaseSensorOperator):
             (default: never).
         crash_loop_restarts: Fail once a crash-looping container restarted this many times
             (default: never).
+        admission_timeout: How long a watched JobSet that a Kueue queue holds may wait for
+            admission, from the sensor's start and again from each eviction (fails with
+            ``AdmissionTimeout``; default: no limit). A deactivated Workload, or a request no
+            quota can ever hold, fails the sensor at once (``QueueRefused``).
+        on_preemption: When Kueue preempts a watched JobSet: ``wait`` (default), ``retry``
+            (``JobSetPreempted``, retried) or ``fail`` (``QueueRefused``).
         **kwargs: Other ``BaseSensorOperator`` arguments (``poke_interval``, ``timeout``...).
     """
 
@@ -117,6 +134,8 @@ class JobSetSensor(BaseSensorOperator):
         start_grace: _dt.timedelta | float | None = _dt.timedelta(seconds=DEFAULT_GRACE),
         pending_timeout: _dt.timedelta | float | None = None,
         crash_loop_restarts: int | None = None,
+        admission_timeout: _dt.timedelta | float | None = None,
+        on_preemption: OnPreemption = "wait",
         **kwargs: Any,
     ) -> None:
         owner = "JobSetSensor"
@@ -146,6 +165,12 @@ class JobSetSensor(BaseSensorOperator):
                     crash_loop_restarts=crash_loop_restarts,
                 ),
                 cancel_on_kill=False,
+                deadline=Deadline(
+                    admission_timeout=core.seconds(
+                        admission_timeout, "admission_timeout", positive=True
+                    )
+                ),
+                on_preemption=on_preemption,
             ),
         )
         super().__init__(**kwargs)
@@ -176,20 +201,29 @@ class JobSetSensor(BaseSensorOperator):
 
     # ------------------------------------------------------------------ looking
 
-    def _look(self, *, wait: float) -> tuple[SensorState, Handle | None]:
+    def _look(self, context: Any, *, wait: float) -> tuple[SensorState, Handle | None]:
         """Look at every selected JobSet; with ``wait`` > 0, wait up to that many seconds for
         the first unfinished one to change, then look again."""
         hook = self.hook
         namespace = self.namespace or hook.default_namespace()
-        request = self.request.but(namespace=namespace)
+        request = self.request.but(namespace=namespace, deadline=self._deadline(context))
         settings = hook.get_config().client_settings()
         return core.blocking(settings, lambda lifecycle: self._alook(lifecycle, request, wait))
+
+    def _deadline(self, context: Any) -> Deadline:
+        """The sensor's limits, counted from its start (the first poke's, when rescheduled):
+        ``admission_timeout`` for a watched JobSet's wait for its queue, and its own
+        ``timeout`` (queue time included, as a sensor's timeout always is)."""
+        ti = context.get("ti") if isinstance(context, Mapping) else None
+        begun = getattr(ti, "start_date", None)
+        started = begun.timestamp() if begun is not None else time.time()
+        return dataclasses.replace(
+            self.request.deadline, started=started, not_after=started + float(self.timeout)
+        )
 
     async def _alook(
         self, lifecycle: Lifecycle, request: RunRequest, wait: float
     ) -> tuple[SensorState, Handle | None]:
-        from jobset_core.lifecycle import error_for
-
         ends = time.time() + wait
         seen: list[tuple[Handle, Outcome]] | None = None
         while True:
@@ -199,14 +233,17 @@ class JobSetSensor(BaseSensorOperator):
             first = next((h for h, o in seen if o is state.waiting), None)
             if state.kind != "waiting" or first is None or time.time() >= ends:
                 return state, first
-            verdict = await lifecycle.wait(request.but(deadline=Deadline(not_after=ends)), first)
-            if verdict.kind == "timeout":  # a poke's own time being up says nothing
-                seen = None
+            poke = dataclasses.replace(
+                request.deadline, not_after=min(ends, request.deadline.not_after or ends)
+            )
+            verdict = await lifecycle.wait(request.but(deadline=poke), first)
+            if verdict.kind == "timeout" and verdict.reason != ADMISSION_TIMEOUT:
+                seen = None  # a poke's own time being up says nothing
                 continue
             self.log.info("%s", verdict.message)
-            if verdict.kind in ("creation_failed", "gone"):
+            if verdict.kind in ("creation_failed", "gone", "timeout", "refused", "preempted"):
                 # It can never reach a target phase now: end the sensor as the operator would.
-                raise error_for(verdict) or RuntimeError(verdict.message)
+                raise _failure(verdict)
             if verdict.outcome is None:
                 seen = None
             else:  # the others were just looked at: only the one waited for changed
@@ -219,7 +256,12 @@ class JobSetSensor(BaseSensorOperator):
         from jobset_core.errors import JobSetGone
         from jobset_core.lifecycle import WaitRules
 
-        rules = WaitRules(until=request.until, pod_start=request.pod_start)
+        rules = WaitRules(
+            until=request.until,
+            pod_start=request.pod_start,
+            deadline=request.deadline,
+            on_preemption=request.on_preemption,
+        )
         seen: list[tuple[Handle, Outcome]] = []
         for handle in await self._handles(lifecycle, request.namespace):
             try:
@@ -228,6 +270,8 @@ class JobSetSensor(BaseSensorOperator):
                 continue
             if verdict is not None:  # the judge's words, as every other way says them
                 self.log.info("%s", verdict.message)
+                if verdict.kind == "refused":  # its queue will never run it
+                    raise _failure(verdict)
             seen.append((handle, outcome))
         return seen
 
@@ -251,7 +295,7 @@ class JobSetSensor(BaseSensorOperator):
     def poke(self, context: Any) -> bool:
         """One look (``poke`` mode: waiting up to ``poke_interval`` for the answer)."""
         wait = float(self.poke_interval) if self.mode == "poke" else 0.0
-        state, _ = self._look(wait=wait)
+        state, _ = self._look(context, wait=wait)
         self.log.info("%s", state.message)
         if state.kind == "failed":
             raise AirflowFailException(state.message)
@@ -266,7 +310,7 @@ class JobSetSensor(BaseSensorOperator):
     def _look_or_defer(self, context: Any) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
 
-        state, waiting = self._look(wait=0.0)
+        state, waiting = self._look(context, wait=0.0)
         self.log.info("%s", state.message)
         if state.kind == "failed":
             raise AirflowFailException(state.message)
@@ -279,13 +323,11 @@ class JobSetSensor(BaseSensorOperator):
                 trigger=TimeDeltaTrigger(_dt.timedelta(seconds=self.poke_interval)),
                 method_name="execute_complete",
             )
-        deadline = Deadline(timeout=float(self.timeout))
+        deadline = self._deadline(context)
         self.defer(
             trigger=JobSetTrigger(
                 handle=waiting,
-                request=self.request.but(
-                    namespace=waiting.namespace, deadline=deadline.begin(time.time())
-                ),
+                request=self.request.but(namespace=waiting.namespace, deadline=deadline),
                 kubernetes_conn_id=self.kubernetes_conn_id,
                 config_file=self.config_file,
                 cluster_context=self.cluster_context,
@@ -296,6 +338,24 @@ class JobSetSensor(BaseSensorOperator):
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> None:
         """Resume: check everything again (another JobSet of the selector may still run)."""
-        if event is not None and event.get("kind") == "timeout":
-            raise AirflowFailException(f"sensor timed out: {event.get('message', '')}")
+        verdict = Verdict.model_validate(event) if event is not None else None
+        if (
+            verdict is not None
+            and verdict.kind == "timeout"
+            and verdict.reason != ADMISSION_TIMEOUT
+        ):
+            raise AirflowFailException(f"sensor timed out: {verdict.message}")
+        if verdict is not None and verdict.kind in ("refused", "preempted", "timeout"):
+            raise _failure(verdict)  # a queue's: as a poke says it
         self._look_or_defer(context)
+
+
+def _failure(verdict: Verdict) -> Exception:
+    """The error a verdict that ends the sensor raises: wrapped in ``AirflowFailException``
+    when no retry can help (a queue that will not run the JobSet), as the operator does."""
+    error: Exception = error_for(verdict) or RuntimeError(verdict.message)
+    if isinstance(error, NEVER_RETRIED):
+        failure = AirflowFailException(str(error))
+        failure.__cause__ = error
+        return failure
+    return error

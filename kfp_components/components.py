@@ -103,6 +103,10 @@ def launch_jobset(
     pending_timeout_seconds: float = -1.0,
     crash_loop_restarts: int = 0,
     inject_env: bool = True,
+    queue: str = "",
+    priority_class: str = "",
+    admission_timeout_seconds: int = 0,
+    on_preemption: str = "wait",
     task_config_replicated_jobs: Optional[list] = None,  # noqa: UP045
     run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
     task_name: str = dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
@@ -135,7 +139,8 @@ def launch_jobset(
         namespace: Where to run it (default: the launcher pod's namespace).
         backend: ``auto`` (the JobSet controller when installed, else native), ``controller``
             or ``native`` (the launcher creates the Jobs and Service itself).
-        timeout_seconds: Fail the step after this long (0: no limit).
+        timeout_seconds: Fail the step after the JobSet ran this long (0: no limit); when a
+            Kueue queue holds it, only the time it is admitted counts.
         delete_policy: ``on_timeout`` (delete a JobSet the step gave up on), ``never``,
             ``on_success`` (also after completion; failed ones are kept to debug) or
             ``always``. A terminated run always deletes.
@@ -160,6 +165,15 @@ def launch_jobset(
             often (0: never).
         inject_env: Give every container ``JOBSET_NAME``, ``JOBSET_REPLICATED_JOB``,
             ``JOBSET_JOB_INDEX``, ``JOBSET_POD_INDEX`` and ``JOBSET_RESTART_ATTEMPT``.
+        queue: A Kueue LocalQueue to run through (the JobSet is created suspended with the
+            label ``kueue.x-k8s.io/queue-name`` and runs once admitted; the log says where it
+            waits and why). Controller backend only.
+        priority_class: The Kueue WorkloadPriorityClass of the run.
+        admission_timeout_seconds: Fail the step when the queue has not admitted the JobSet
+            within this long of its submission, or of an eviction (0: no limit).
+        on_preemption: When Kueue preempts the JobSet: ``wait`` (for its readmission),
+            ``retry`` (exit 7: a retry of the step reattaches) or ``fail``. A deactivated
+            Workload, or a request no quota can hold, fails the step at once.
         task_config_replicated_jobs: Copy the task's settings onto these replicated jobs only
             (default: all).
         run_id: The pipeline run (filled in with ``dsl.PIPELINE_JOB_ID_PLACEHOLDER``).
@@ -200,6 +214,10 @@ def launch_jobset(
             pending_timeout_seconds=pending_timeout_seconds,
             crash_loop_restarts=crash_loop_restarts,
             inject_env=inject_env,
+            queue=queue,
+            priority_class=priority_class,
+            admission_timeout_seconds=admission_timeout_seconds,
+            on_preemption=on_preemption,
         ),
     )
 

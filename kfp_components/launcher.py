@@ -25,6 +25,7 @@ from jobset_core.errors import (
     IdentityMismatch,
     JobSetFailed,
     JobSetGone,
+    JobSetPreempted,
     Problem,
     SpecError,
     WaitTimeout,
@@ -54,6 +55,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_GONE",
     "EXIT_INVALID",
+    "EXIT_PREEMPTED",
     "EXIT_TERMINATED",
     "EXIT_TIMEOUT",
     "LaunchOutputs",
@@ -72,6 +74,8 @@ EXIT_CREATION_FAILED = 3
 EXIT_INVALID = 4
 EXIT_API_ERROR = 5
 EXIT_GONE = 6
+#: ``on_preemption="retry"``: Kueue preempted the JobSet; a retry of the step reattaches.
+EXIT_PREEMPTED = 7
 EXIT_TERMINATED = 143
 
 
@@ -95,7 +99,9 @@ def exit_code(error: BaseException) -> int | None:
         (WaitTimeout, EXIT_TIMEOUT),
         (CreationFailed, EXIT_CREATION_FAILED),
         (JobSetGone, EXIT_GONE),
+        (JobSetPreempted, EXIT_PREEMPTED),
         (SpecError, EXIT_INVALID),
+        (InvalidArgument, EXIT_INVALID),
         (ConfigError, EXIT_INVALID),
         (IdentityMismatch, EXIT_INVALID),
         (ApiError, EXIT_API_ERROR),
@@ -181,6 +187,33 @@ class WaitInputs:
     pending_timeout_seconds: float = -1
     crash_loop_restarts: int = 0
     inject_env: bool = True
+    queue: str = ""
+    priority_class: str = ""
+    admission_timeout_seconds: int = 0
+    on_preemption: str = "wait"
+
+    def queue_fields(self) -> dict[str, Any]:
+        """The queue inputs as the request's fields (checked; ``""`` and 0: none).
+
+        Raises:
+            SpecError: naming the input.
+        """
+        return {
+            "queue": _checked(core.queue_name, self.queue, "queue"),
+            "priority_class": _checked(core.queue_name, self.priority_class, "priority_class"),
+            "on_preemption": _checked(
+                core.one_of, self.on_preemption, "on_preemption", core.ON_PREEMPTION
+            ),
+        }
+
+    def admission_timeout(self) -> float | None:
+        """``admission_timeout_seconds`` (checked; 0: no limit).
+
+        Raises:
+            SpecError: naming the input.
+        """
+        given = _never(self.admission_timeout_seconds, 0)
+        return _checked(core.seconds, given, "admission_timeout", positive=True)
 
     def pod_start(self) -> PodStartRules:
         """The pod start rules (checked: a bad input names itself).
@@ -325,12 +358,15 @@ def launch_step(
             namespace=namespace or default_namespace(settings),  # "": the launcher pod's
             identity=identity,
             backend=backend,  # type: ignore[arg-type]  # checked above
-            deadline=Deadline(timeout=timeout_seconds or None),
+            deadline=Deadline(
+                timeout=timeout_seconds or None, admission_timeout=wait.admission_timeout()
+            ),
             pod_start=pod_start,
             delete_policy=delete_policy,  # type: ignore[arg-type]  # checked above
             logs=logs if follow_logs else None,
             failed_pod_log_lines=30,
             inject_env=inject_env,
+            **wait.queue_fields(),
         )
         result = _run_launch(request, settings, task_config, task_config_replicated_jobs or ())
     except (Exception, Terminated) as error:
@@ -394,6 +430,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pending-timeout-seconds", type=float, default=-1)
     run.add_argument("--crash-loop-restarts", type=int, default=0)
     run.add_argument("--no-inject-env", dest="inject_env", action="store_false")
+    run.add_argument("--queue", default="")
+    run.add_argument("--priority-class", default="")
+    run.add_argument("--admission-timeout-seconds", type=int, default=0)
+    run.add_argument("--on-preemption", default="wait")
     run.add_argument("--run-id", required=True)
     run.add_argument("--task-name", required=True)
     run.add_argument("--task-id", required=True)
@@ -447,6 +487,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             pending_timeout_seconds=args.pending_timeout_seconds,
             crash_loop_restarts=args.crash_loop_restarts,
             inject_env=args.inject_env,
+            queue=args.queue,
+            priority_class=args.priority_class,
+            admission_timeout_seconds=args.admission_timeout_seconds,
+            on_preemption=args.on_preemption,
         ),
     )
     if args.outputs:

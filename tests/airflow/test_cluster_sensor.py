@@ -75,7 +75,9 @@ def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: A
     sensor = JobSetSensor(
         task_id="s", name="slow", namespace=cluster_namespace, deferrable=True, timeout=120
     )
-    devcluster.wait_for(lambda: sensor._look(wait=0.0)[1] is not None, 30, desc="the JobSet seen")
+    devcluster.wait_for(
+        lambda: sensor._look({}, wait=0.0)[1] is not None, 30, desc="the JobSet seen"
+    )
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})
     event = asyncio.run(anext(deferred.value.trigger.run()))

@@ -33,6 +33,8 @@ def _kfp(**inputs: Any) -> str:
     with pytest.raises(SpecError) as raised:
         wait.pod_start()
         wait.logs(launcher.LogTarget())
+        wait.queue_fields()
+        wait.admission_timeout()
     (problem,) = raised.value.problems
     return problem.message
 
@@ -61,8 +63,20 @@ def _cli(*flags: str) -> str:
             ("--log-container", "Bad_Name"),
             "not a container name",
         ),
+        (
+            {"queue": "Team_Queue"},
+            {"queue": "Team_Queue"},
+            ("--queue", "Team_Queue"),
+            "a lowercase RFC 1123 label",
+        ),
+        (
+            {"admission_timeout": -1},
+            {"admission_timeout_seconds": -1},
+            ("--admission-timeout", "-1"),
+            "must be positive, not -1",
+        ),
     ],
-    ids=["start-grace", "log-max-pods", "log-pods", "log-container"],
+    ids=["start-grace", "log-max-pods", "log-pods", "log-container", "queue", "admission"],
 )
 def test_one_check_one_message(
     operator: dict[str, Any], kfp: dict[str, Any], flags: tuple[str, ...], words: str
