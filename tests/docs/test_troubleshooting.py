@@ -1,6 +1,7 @@
 """The Troubleshooting page has an entry for every error class the code defines, every kind
-of verdict a wait can end with and every reason an outcome or a verdict can carry, and none for
-a class, kind or reason that does not exist.
+of verdict a wait can end with and every reason an outcome, a verdict or a one-time notice can
+carry (a queue's refusals among them), and none for a class, kind or reason that does not
+exist.
 
 Private classes (``_Name``) are left out: they are control flow inside one module, caught
 there, and never reach a user. Read from the source (no imports), so it runs in any
@@ -70,11 +71,61 @@ def verdict_kinds() -> set[str]:
     raise AssertionError("VerdictKind not found")
 
 
+JUDGE = ROOT / "jobset_core/lifecycle/_judge.py"
+QUEUE = ROOT / "jobset_core/policy/queue.py"
+#: Kueue's own reasons (v0.17, ``apis/kueue/v1beta2/workload_types.go``) that a ``refused``
+#: verdict carries as Kueue wrote them: ``Inadmissible`` (a LocalQueue or ClusterQueue that
+#: does not exist), and a ``DeactivationTarget`` condition's reason, read before Kueue
+#: evicts the deactivated Workload. Its ``Evicted`` reasons (``Deactivated``,
+#: ``DeactivatedDueTo<cause>``) share the entry of the reason the code writes itself.
+KUEUE_REFUSALS = {"Inadmissible", "RequeuingLimitExceeded", "MaximumExecutionTimeExceeded"}
+
+
+def _string_constants(path: Path) -> dict[str, str]:
+    """The module-level ``NAME = "text"`` constants of a module."""
+    out: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            out.update({t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)})
+    return out
+
+
+def _known_constants(path: Path) -> dict[str, str]:
+    """The string constants a module may name: those it imports from the packages (``from
+    jobset_core.policy.queue import ADMISSION_TIMEOUT``), and its own."""
+    known: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGES)):
+            continue
+        module = ROOT.joinpath(*(node.module or "").split("."))
+        source = module.with_suffix(".py")
+        if not source.exists():
+            source = module / "__init__.py"
+        values = _string_constants(source) if source.exists() else {}
+        known.update({a.asname or a.name: values[a.name] for a in node.names if a.name in values})
+    return known | _string_constants(path)
+
+
+def _text(node: ast.expr, known: dict[str, str]) -> str | None:
+    """A reason written as a constant, or as a constant's name."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    return None
+
+
 def verdict_reasons() -> set[str]:
-    """The reasons the judge writes itself (``Deleted``, ``Timeout``...): the constant reason
-    of a ``self.verdict(kind, outcome, reason, message)`` call, and the ``Literal`` values a
-    ``reason`` parameter takes. The other verdicts carry the outcome's or the event's reason."""
-    tree = ast.parse((ROOT / "jobset_core/lifecycle/_judge.py").read_text())
+    """The reasons the judge writes itself (``Deleted``, ``Timeout``, ``AdmissionTimeout``...):
+    the constant reason (or a constant's name) of a ``self.verdict(kind, outcome, reason,
+    message)`` call, and the ``Literal`` values a ``reason`` parameter takes. The other
+    verdicts carry the outcome's, the event's or the queue's reason."""
+    tree = ast.parse(JUDGE.read_text())
+    known = _known_constants(JUDGE)
     reasons: set[str] = set()
     for node in ast.walk(tree):
         if (
@@ -82,9 +133,9 @@ def verdict_reasons() -> set[str]:
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "verdict"
             and len(node.args) >= 3
-            and isinstance(node.args[2], ast.Constant)
+            and _text(node.args[2], known) is not None
         ):
-            reasons.add(node.args[2].value)
+            reasons.add(_text(node.args[2], known) or "")
         if (
             isinstance(node, ast.arg)
             and node.arg == "reason"
@@ -95,6 +146,42 @@ def verdict_reasons() -> set[str]:
                 c.value for c in ast.walk(node.annotation.slice) if isinstance(c, ast.Constant)
             }
     assert reasons  # the scan found the judge's own reasons
+    return reasons
+
+
+def notice_reasons() -> set[str]:
+    """The reasons of the judge's own progress notices (``WorkloadUnreadable``): the constant
+    ``reason`` of a ``Progress(...)`` call in the judge."""
+    tree = ast.parse(JUDGE.read_text())
+    known = _known_constants(JUDGE)
+    reasons: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "Progress":
+            for keyword in node.keywords:
+                if keyword.arg == "reason" and _text(keyword.value, known) is not None:
+                    reasons.add(_text(keyword.value, known) or "")
+    return reasons
+
+
+def queue_refusals() -> set[str]:
+    """The reasons a ``refused`` verdict takes from its queue: those the queue reading writes
+    itself (the constant ``reason`` of a ``Queue(status="refused", ...)``, also as the
+    fallback of ``reason or "..."``), and Kueue's own (:data:`KUEUE_REFUSALS`)."""
+    tree = ast.parse(QUEUE.read_text())
+    known = _known_constants(QUEUE)
+    reasons: set[str] = set(KUEUE_REFUSALS)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "Queue"):
+            continue
+        words = {k.arg: k.value for k in node.keywords}
+        status = words.get("status")
+        if status is None or _text(status, known) != "refused" or "reason" not in words:
+            continue
+        reason = words["reason"]
+        for part in reason.values if isinstance(reason, ast.BoolOp) else [reason]:
+            if _text(part, known) is not None:
+                reasons.add(_text(part, known) or "")
+    assert reasons - KUEUE_REFUSALS  # the scan found the queue's own reasons
     return reasons
 
 
@@ -118,7 +205,7 @@ def test_every_verdict_kind_has_an_entry() -> None:
 
 
 def test_every_outcome_and_verdict_reason_has_an_entry() -> None:
-    reasons = outcome_reasons() | verdict_reasons()
+    reasons = outcome_reasons() | verdict_reasons() | notice_reasons() | queue_refusals()
     wanted = {f"reason-{r}" for r in reasons} | {"reason-CreationFailed"}
     documented = {a for a in anchors() if a.startswith("reason-")}
     assert not wanted - documented, f"no entry for reasons {sorted(wanted - documented)}"
