@@ -33,7 +33,8 @@ run_pytest() {
   local side=$1; shift
   passes=$((passes + 1))  # a folder per pass: pytest empties its --basetemp when it starts
   step "pytest, $side side: $*"
-  ".venv/$side/bin/python" -m pytest -p no:cacheprovider --basetemp="$logs/tmp-$side-$passes" "$@" \
+  ".venv/$side/bin/python" -m pytest -p no:cacheprovider --durations=15 \
+    --basetemp="$logs/tmp-$side-$passes" "$@" \
     2>&1 | tee -a "$logs/pytest-$side.log"
   local rc=${PIPESTATUS[0]}
   # 5 = no tests collected: an empty side is a failure of this script, not a pass.
@@ -71,10 +72,11 @@ airflow_tests=(tests/core tests/cluster tests/airflow tests/docs tests/bench)
 run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
 run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
 
-# The Airflow matrix (every older Airflow 3 minor: its unit tests and a cluster subset that
-# waits more than it computes) runs beside the rest; its output is shown once it is done.
+# The Airflow matrix (every older Airflow 3 minor's unit tests, and on the lowest minor a cluster
+# subset that waits more than it computes) runs beside the rest; its output is shown once it
+# is done.
 step "Airflow matrix (older minors): started, beside the steps below"
-scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
+MATRIX_CLUSTER=lowest scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
 matrix_pid=$!
 
 run_pytest kfp "${kfp_select[@]}" tests/kfp tests/core tests/docs
