@@ -22,6 +22,7 @@ import datetime as _dt
 import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset._arguments import CONNECTION_FIELDS, check_rendered
@@ -75,6 +76,8 @@ STATE_KEY = "jobset"
 XCOM_OUTCOME = "jobset_outcome"
 XCOM_BACKEND = "jobset_backend"
 _DEFER_GRACE = _dt.timedelta(seconds=60)
+#: Verdicts after which nothing more will happen to the run.
+_FINAL = ("completed", "failed", "refused")
 
 
 class JobSetOperator(BaseOperator):
@@ -314,8 +317,9 @@ class JobSetOperator(BaseOperator):
             context["ti"].xcom_push(
                 key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
             )
-        if verdict.kind in ("completed", "failed", "refused"):  # nothing more will happen
-            self._store(task_state_store(context), run_handle(verdict), finished=True)
+        if verdict.kind in _FINAL:  # nothing more will happen: kept for a killed try's next
+            store = task_state_store(context)
+            self._store(store, run_handle(verdict), finished=True, verdict=verdict)
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())
@@ -329,7 +333,10 @@ class JobSetOperator(BaseOperator):
         namespace = self.namespace or self._spec_namespace() or self.hook.default_namespace()
         store = task_state_store(context)
         request = self.build_request(identity, namespace)
-        adopt_uid, stale = self._record(store, request.run_name)
+        earlier = self._record(store, request.run_name)
+        if earlier.verdict is not None and earlier.handle is not None:
+            return self._conclude_earlier(context, request, earlier.handle, earlier.verdict)
+        stale = earlier.stale
         request = request.but(
             deadline=operator_deadline(
                 self.timeout,
@@ -337,7 +344,7 @@ class JobSetOperator(BaseOperator):
                 getattr(ti, "start_date", None),
                 self.admission_timeout,
             ),
-            adopt_uid=adopt_uid,
+            adopt_uid=earlier.adopt_uid,
             replace=stale,
         )
         if stale is not None:
@@ -369,22 +376,52 @@ class JobSetOperator(BaseOperator):
         assert finished is not None
         return self._conclude(context, finished)
 
+    def _conclude_earlier(
+        self, context: Any, request: RunRequest, handle: Handle, verdict: Verdict
+    ) -> Any:
+        """An earlier try got the run's final verdict but was killed before it concluded:
+        conclude from that verdict (the delete policy, the failed pods' logs, the result)."""
+        self._handle = handle
+        self.log.info(
+            "an earlier try got the verdict of JobSet %s/%s and ended before it concluded: "
+            "concluding from it (%s)",
+            handle.namespace,
+            handle.name,
+            verdict.kind,
+        )
+
+        async def complete(lifecycle: Lifecycle) -> Finished:
+            return await lifecycle.complete(
+                request.but(namespace=handle.namespace), handle, verdict
+            )
+
+        return self._conclude(context, self._lifecycle(complete))
+
     def _spec_namespace(self) -> str | None:
         try:
             return load_jobset(self.jobset).metadata.namespace
         except (SpecError, OSError, ValueError):
             return None
 
-    def _record(self, store: Any, name: str) -> tuple[str | None, Handle | None]:
-        """What the task state store says of an earlier try: the UID to adopt, or a finished
-        run to delete first (a new try after a terminal one starts afresh)."""
+    def _record(self, store: Any, name: str) -> Earlier:
+        """What the task state store says of an earlier try of this task instance.
+
+        A try that concluded (it returned the run's result, or failed with its verdict) leaves
+        a finished run: a new try (a cleared task) deletes it and starts afresh. A try that got
+        its final verdict but was killed before it concluded leaves that verdict: the next try
+        concludes from it (the delete policy, the result) instead of running the whole job
+        again. A try that got no final verdict leaves the UID of the run to reattach to.
+        """
         record = store.get(STATE_KEY) if store is not None else None
         if not isinstance(record, dict) or record.get("name") != name or not name:
-            return None, None
-        if record.get("finished"):
-            kind: Backend = "native" if record.get("backend") == "native" else "controller"
-            return None, Handle(record["name"], record["namespace"], record.get("uid", ""), kind)
-        return record.get("uid") or None, None
+            return Earlier()
+        kind: Backend = "native" if record.get("backend") == "native" else "controller"
+        handle = Handle(record["name"], record["namespace"], record.get("uid", ""), kind)
+        if record.get("finished") and record.get("concluded"):
+            return Earlier(stale=handle)
+        if record.get("finished") and isinstance(record.get("verdict"), dict):
+            return Earlier(verdict=Verdict.model_validate(record["verdict"]), handle=handle)
+        return Earlier(adopt_uid=record.get("uid") or None)
 
     def _submitted(self, context: Any, store: Any, submission: Submission) -> None:
         handle = submission.handle
@@ -408,16 +445,30 @@ class JobSetOperator(BaseOperator):
         ti.xcom_push(key=XCOM_BACKEND, value=handle.backend)
         self._store(store, handle, finished=False)
 
-    def _store(self, store: Any, handle: Handle, *, finished: bool) -> None:
+    def _store(
+        self,
+        store: Any,
+        handle: Handle,
+        *,
+        finished: bool,
+        concluded: bool = False,
+        verdict: Verdict | None = None,
+    ) -> None:
         if store is None:
             return
-        record = {
+        record: dict[str, Any] = {
             "name": handle.name,
             "namespace": handle.namespace,
             "uid": handle.uid,
             "backend": handle.backend,
         }
-        store.set(STATE_KEY, {**record, "finished": True} if finished else record)
+        if finished:
+            record["finished"] = True
+        if concluded:
+            record["concluded"] = True
+        if verdict is not None:
+            record["verdict"] = verdict.to_payload()
+        store.set(STATE_KEY, record)
 
     def _defer(self, started: Started) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
@@ -469,6 +520,9 @@ class JobSetOperator(BaseOperator):
 
     def _conclude(self, context: Any, finished: Finished) -> Any:
         verdict = finished.verdict
+        if verdict.kind in _FINAL:  # this try ends with it
+            store = task_state_store(context)
+            self._store(store, run_handle(verdict), finished=True, concluded=True)
         outcome = verdict.outcome
         if outcome is not None:
             for count in outcome.replicated_jobs:
@@ -519,6 +573,23 @@ class JobSetOperator(BaseOperator):
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What an earlier try of the task instance left (:meth:`JobSetOperator._record`).
+
+    Attributes:
+        adopt_uid: The run to reattach to (it had no final verdict yet).
+        stale: A concluded try's run: deleted before this try starts afresh.
+        verdict: The final verdict of a try killed before it concluded.
+        handle: The run that verdict is about.
+    """
+
+    adopt_uid: str | None = None
+    stale: Handle | None = None
+    verdict: Verdict | None = None
+    handle: Handle | None = None
 
 
 def run_handle(verdict: Verdict) -> Handle:

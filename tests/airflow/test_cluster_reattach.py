@@ -125,3 +125,74 @@ def test_kill_deletes_everything(
     devcluster.wait_for(
         lambda: not _leftovers(devcluster, cluster_namespace), 90, desc="everything deleted"
     )
+
+
+class _Store:
+    """A task state store (Airflow 3.3's ``task_state_store``): a dict behind get and set."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+    def set(self, key: str, value: Any) -> None:
+        self.values[key] = json.loads(json.dumps(value))  # what a database would keep
+
+
+class _Killed(BaseException):
+    """The try's process killed between the verdict and the end of the try."""
+
+
+def _try(devcluster: Any, namespace: str, store: _Store, run_id: str, *, kill: bool) -> Any:
+    from airflow_provider_jobset.operators import JobSetOperator
+
+    sys.path.insert(0, str(HERE))
+    from _run_op import _TI, _jobset
+
+    op = JobSetOperator(
+        task_id="train",
+        jobset=_jobset({"devcluster/run-seconds": "1", "devcluster/termination-message": "42"}),
+        namespace=namespace,
+        backend="controller",
+        deferrable=False,
+        delete_policy="on_success",
+    )
+    if kill:
+
+        def killed(context: Any, finished: Any) -> Any:
+            raise _Killed
+
+        op._conclude = killed  # type: ignore[method-assign]
+    said: list[str] = []
+    op.log.info = lambda msg, *args: said.append(msg % args)  # type: ignore[method-assign]
+    result = op.execute({"ti": _TI(run_id), "task_state_store": store})
+    return result, said
+
+
+def test_a_try_killed_after_its_verdict_is_concluded_by_the_next_never_rerun(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    """The verdict is recorded the moment it comes, before the delete policy acts; a try killed
+    after it (its JobSet completed, perhaps deleted already) leaves it to the next try, which
+    concludes from it: the result, no second JobSet. A try that concluded leaves its run to be
+    replaced: clearing the task runs it afresh."""
+    store, run_id = _Store(), "manual__2026-01-03T00:00:00+00:00"
+    with pytest.raises(_Killed):
+        _try(devcluster, cluster_namespace, store, run_id, kill=True)
+    first = store.values["jobset"]
+    assert (
+        first["finished"] and "concluded" not in first and first["verdict"]["kind"] == "completed"
+    )
+    result, said = _try(devcluster, cluster_namespace, store, run_id, kill=False)
+    assert result == 42
+    assert any("ended before it concluded: concluding from it (completed)" in s for s in said), said
+    assert not any(s.startswith("created JobSet") for s in said), said  # never run twice
+    devcluster.wait_for(
+        lambda: not owned(devcluster, cluster_namespace, "controller"), 60, desc="deleted"
+    )
+    assert store.values["jobset"]["concluded"]
+    # The task cleared after it concluded: a new try runs afresh (a new JobSet).
+    result, said = _try(devcluster, cluster_namespace, store, run_id, kill=False)
+    assert result == 42 and any(s.startswith("created JobSet") for s in said), said
+    assert store.values["jobset"]["uid"] != first["uid"]
