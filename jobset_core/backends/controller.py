@@ -44,7 +44,7 @@ class ControllerBackend(RunObjectBackend):
 
     def target(self, handle: Handle, *, since: str | None = None, seeds: Any = ()) -> Target:
         """Track the JobSet, its Jobs, pods and Warning Events."""
-        return Target("controller", handle.namespace, handle.name, since, tuple(seeds))
+        return Target("controller", handle.namespace, handle.name, since, tuple(seeds), handle.uid)
 
     async def drive(
         self, handle: Handle, observation: Observation, *, create: bool, remember: Remember

@@ -133,7 +133,7 @@ class NativeBackend(RunObjectBackend):
 
     def target(self, handle: Handle, *, since: str | None = None, seeds: Any = ()) -> Target:
         """Track the anchor, the Jobs, the pods and the Warning Events of the run."""
-        return Target("native", handle.namespace, handle.name, since, tuple(seeds))
+        return Target("native", handle.namespace, handle.name, since, tuple(seeds), handle.uid)
 
     def status_of(self, observation: Observation) -> JobSetStatus:
         """The JobSet-shaped status kept on the anchor."""

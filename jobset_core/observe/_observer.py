@@ -89,6 +89,8 @@ class Target:
             existed before it, so informers made for this run alone watch from there instead
             of listing first. ``None`` when the run may be older.
         seeds: Objects the caller holds already (the created JobSet or anchor).
+        uid: The JobSet's UID, when known: its Kueue Workload is selected by it (else every
+            Workload of the namespace is listed and sorted to runs by owner).
     """
 
     backend: Backend
@@ -96,6 +98,7 @@ class Target:
     name: str
     since: str | None = None
     seeds: tuple[Mapping[str, Any], ...] = ()
+    uid: str = ""
 
     @property
     def key(self) -> RunKey:
@@ -260,7 +263,7 @@ class Observer:
         return informers
 
     async def _seed(self, informer: Informer, kind: Kind, target: Target) -> None:
-        label, field = _run_selectors(kind, target.name)
+        label, field = _run_selectors(kind, target.name, target.uid)
         if kind is Kind.EVENT:
             field = f"involvedObject.name={target.name},{_WARNINGS}"
         try:
@@ -314,7 +317,7 @@ class Observer:
         stores.track(target.key, target.kinds)
         forbidden: set[Kind] = set()
         for kind in target.kinds:
-            label, field = _run_selectors(kind, target.name)
+            label, field = _run_selectors(kind, target.name, target.uid)
             if kind is Kind.EVENT:
                 field = f"involvedObject.name={target.name},{_WARNINGS}"
             try:
@@ -376,7 +379,7 @@ class Observer:
             namespace = None if scope == "cluster" else target.namespace
             return Source(kind, namespace, field_selector=_WARNINGS)
         if scope == "run":
-            label, field = _run_selectors(kind, target.name)
+            label, field = _run_selectors(kind, target.name, target.uid)
             return Source(kind, target.namespace, label, field, run=target.key)
         namespace = None if scope == "cluster" else target.namespace
         return Source(kind, namespace, _shared_label(kind))
@@ -415,7 +418,7 @@ def _shared_label(kind: Kind) -> str | None:
     return None
 
 
-def _run_selectors(kind: Kind, name: str) -> tuple[str | None, str | None]:
+def _run_selectors(kind: Kind, name: str, uid: str = "") -> tuple[str | None, str | None]:
     if kind in (Kind.JOB, Kind.POD):
         return f"{L.JOBSET_NAME}={name}", None
     if kind is Kind.ANCHOR:
@@ -423,5 +426,5 @@ def _run_selectors(kind: Kind, name: str) -> tuple[str | None, str | None]:
     if kind is Kind.JOBSET:
         return None, f"metadata.name={name}"
     if kind is Kind.WORKLOAD:  # named by Kueue (jobset-<name>-<hash>): by its job-uid label
-        return _WORKLOADS, None
+        return (f"{_WORKLOADS}={uid}" if uid else _WORKLOADS), None
     return None, _WARNINGS
