@@ -21,10 +21,18 @@ group (a retry hop through the scheduler is Airflow's own latency, not ours).
 
 To line everyone up, JobSets start suspended and are resumed (or deleted) once every way is
 watching; ``suspended`` is also a scenario of its own, held suspended for a while first.
+
+The queue scenarios run through the devcluster's Kueue (controller backend: the native one
+refuses a queue), each in a namespace with a ClusterQueue of its own: queued behind a blocker
+for longer than the ways' ``timeout`` then admitted and completed, an admission timeout, a
+request above the ClusterQueue's maximum, a preemption by a high-priority JobSet then
+readmission, and a Workload deactivated for exceeding its maximum execution time. Every way
+gets the queue through its own argument (``queue=``, ``--queue``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -46,6 +54,7 @@ from jobset_core import labels
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.localcluster import auth as devcluster_auth
+from tests.cluster.queues import HIGH, LOCAL_QUEUE, LOW, own_queue
 
 # alone: it times the ways against each other (2 s), which other tests' load would blur.
 pytestmark = [
@@ -101,6 +110,14 @@ class Scenario:
         retries: The operator ways' retries.
         start: The pod start rules every way is given (``start_grace`` seconds,
             ``crash_loop_restarts``), as the operator's arguments.
+        backends: The backends it runs on.
+        queue: Each way's JobSet goes through the namespace's LocalQueue, requesting this
+            many CPUs per pod (Kueue counts requests), with these more operator arguments
+            (``admission_timeout`` seconds, ``on_preemption``).
+        blocker: CPUs a JobSet of the driver holds in the queue before the ways start (it
+            never ends; ``unblock`` deletes it).
+        labels: More labels of each way's JobSet (Kueue's ``max-exec-time-seconds``,
+            ``priority-class``).
     """
 
     id: str
@@ -115,29 +132,72 @@ class Scenario:
     first: str | None = None
     retries: int = 0
     start: dict[str, Any] = field(default_factory=dict)
+    backends: tuple[str, ...] = BACKENDS
+    queue: str | None = None
+    queued: dict[str, Any] = field(default_factory=dict)
+    blocker: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def admission(self) -> float | None:
+        """The ways' admission timeout, when the scenario is about it."""
+        return self.queued.get("admission_timeout")
 
     @property
     def cannot_start(self) -> bool:
         """Whether the verdict is about pods that cannot start (no terminal JobSet)."""
         return self.reason == "PodsCannotStart"
 
+    @property
+    def way_timeout(self) -> float | None:
+        """The ways' ``timeout``: the scenario's (about it), or a queue scenario's (not)."""
+        return self.timeout or self.queued.get("timeout")
+
+    def operator_args(self) -> dict[str, Any]:
+        """The pod start rules and the queue's arguments, as the operator takes them."""
+        args = dict(self.start)
+        if self.queue is not None:
+            args["queue"] = LOCAL_QUEUE
+            args.update({k: v for k, v in self.queued.items() if k != "timeout"})
+        return args
+
+    def sensor_args(self) -> dict[str, Any]:
+        """What of :meth:`operator_args` a sensor takes (it does not submit)."""
+        return {k: v for k, v in self.operator_args().items() if k not in ("queue",)}
+
     def cli_flags(self) -> list[str]:
-        """The pod start rules as ``jobsetctl run`` flags."""
-        flags = []
-        if "start_grace" in self.start:
-            flags += ["--start-grace", str(self.start["start_grace"])]
-        if self.start.get("crash_loop_restarts"):
-            flags += ["--crash-loop-restarts", str(self.start["crash_loop_restarts"])]
-        return flags
+        """The pod start rules and the queue's arguments as ``jobsetctl run`` flags."""
+        return self._flags(CLI_FLAGS)
 
     def kfp_flags(self) -> list[str]:
-        """The pod start rules as the KFP launcher's flags."""
-        flags = []
-        if "start_grace" in self.start:
-            flags += ["--start-grace-seconds", str(self.start["start_grace"])]
-        if self.start.get("crash_loop_restarts"):
-            flags += ["--crash-loop-restarts", str(self.start["crash_loop_restarts"])]
-        return flags
+        """The pod start rules and the queue's arguments as the KFP launcher's flags."""
+        return self._flags(KFP_FLAGS)
+
+    def _flags(self, spelled: dict[str, str]) -> list[str]:
+        given = {**self.start, **{k: v for k, v in self.queued.items() if k != "timeout"}}
+        if self.queue is not None:
+            given["queue"] = LOCAL_QUEUE
+        return [
+            part
+            for key, flag in spelled.items()
+            if key in given
+            for part in (flag, str(given[key]))
+        ]
+
+
+#: The operator's arguments as ``jobsetctl run`` and the KFP launcher spell them.
+CLI_FLAGS = {
+    "start_grace": "--start-grace",
+    "crash_loop_restarts": "--crash-loop-restarts",
+    "queue": "--queue",
+    "admission_timeout": "--admission-timeout",
+    "on_preemption": "--on-preemption",
+}
+KFP_FLAGS = {
+    **CLI_FLAGS,
+    "start_grace": "--start-grace-seconds",
+    "admission_timeout": "--admission-timeout-seconds",
+}
 
 
 def crash_looping(name: str) -> dict[str, Any]:
@@ -163,6 +223,69 @@ def missing_secret(name: str) -> dict[str, Any]:
 
 
 NEVER = {"never-finish": "true"}
+
+
+def queued_rjob(name: str, cpu: str, seconds: float = 1, **notes: str) -> dict[str, Any]:
+    """A replicated job whose pod requests ``cpu`` CPUs (what Kueue counts)."""
+    rj = rjob(name, **{"run-seconds": str(seconds), **notes})
+    (container,) = rj["template"]["spec"]["template"]["spec"]["containers"]
+    container["resources"] = {"requests": {"cpu": cpu, "memory": "64Mi"}}
+    return rj
+
+
+CONTROLLER = ("controller",)
+#: The queue scenarios (controller backend; a namespace and a ClusterQueue each).
+QUEUE_SCENARIOS = (
+    Scenario(
+        "queued",  # behind a blocker longer than the ways' timeout, then admitted: completed
+        (queued_rjob("w", "0.5"),),
+        action="unblock",
+        hold=8.0,
+        backends=CONTROLLER,
+        queue="4",
+        blocker="4",
+        queued={"timeout": 6},
+    ),
+    Scenario(
+        "admission",
+        (queued_rjob("w", "0.5"),),
+        action=None,
+        kind="timeout",
+        reason="was not admitted by LocalQueue",
+        backends=CONTROLLER,
+        queue="4",
+        blocker="4",
+        queued={"admission_timeout": 8},
+    ),
+    Scenario(
+        "inadmissible",  # 6 CPUs: above the ClusterQueue's 4, for ever
+        (queued_rjob("w", "6"),),
+        action=None,
+        kind="refused",
+        reason="ExceedsMaximumQuota",
+        backends=CONTROLLER,
+        queue="4",
+    ),
+    Scenario(
+        "preempted",  # admitted together; a high-priority JobSet takes the quota from them
+        (queued_rjob("w", "0.5", 15),),
+        action="preempt",
+        backends=CONTROLLER,
+        queue="4",
+        blocker="4",
+        labels={"kueue.x-k8s.io/priority-class": LOW},
+    ),
+    Scenario(
+        "deactivated",  # Kueue deactivates the Workload once it ran 4 s
+        (queued_rjob("w", "0.5", 120),),
+        action=None,
+        kind="refused",
+        reason="MaximumExecutionTimeExceeded",
+        backends=CONTROLLER,
+        queue="4",
+        labels={"kueue.x-k8s.io/max-exec-time-seconds": "4"},
+    ),
+)
 SCENARIOS = (
     Scenario("success", (rjob("w", 2),)),
     Scenario(
@@ -248,6 +371,7 @@ SCENARIOS = (
         kind="timeout",
         reason="did not finish within",
     ),
+    *QUEUE_SCENARIOS,
 )
 
 
@@ -258,8 +382,22 @@ def document(scenario: Scenario, name: str) -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": {"name": name, "labels": {"parity": scenario.id}},
+        "metadata": {"name": name, "labels": {"parity": scenario.id, **scenario.labels}},
         "spec": spec,
+    }
+
+
+def held(name: str, cpu: str, seconds: float | None = None, priority: str | None = None) -> dict:
+    """A JobSet of the driver's in the scenario's queue (not a way's: no ``parity`` label)."""
+    rj = queued_rjob("h", cpu, seconds) if seconds is not None else queued_rjob("h", cpu, **NEVER)
+    marks = {labels.KUEUE_QUEUE: LOCAL_QUEUE}
+    if priority:
+        marks[labels.KUEUE_PRIORITY_CLASS] = priority
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": marks},
+        "spec": {"replicatedJobs": [rj]},
     }
 
 
@@ -303,14 +441,26 @@ _KIND_BY_ERROR = {
     "JobSetFailed": "failed",
     "JobSetRestarting": "restarting",
     "WaitTimeout": "timeout",
+    "AdmissionTimeout": "timeout",
     "CreationFailed": "creation_failed",
     "JobSetGone": "gone",
+    "QueueRefused": "refused",
+    "JobSetPreempted": "preempted",
 }
+#: The progress lines a way prints (``kind: ...``), and those that show it watches its run.
+PROGRESS = ("status:", "restarting:", "queued:", "admitted:", "preempted:", "refused:")
+WATCHING = ("status:", "restarting:", "queued:")
 
 
 def kind_of(message: str) -> str:
     """The verdict a judge's message stands for (the judge writes them in one place)."""
     for kind, pattern in (
+        (
+            "refused",
+            r" will not be run by | was preempted by \S+ \S+ \(preemption \d+\)(?!, requeued)",
+        ),
+        ("preempted", r" was preempted by .*, requeued"),
+        ("timeout", r" was not admitted by .* within "),
         ("completed", r" completed \("),
         ("restarting", r" is restarting \(restart "),
         ("failed", r" failed: "),
@@ -341,11 +491,11 @@ def run_worker(scenario: Scenario, backend: str, namespace: str, result: WayResu
         namespace=namespace,
         backend=backend,
         deferrable=False,
-        timeout=dt.timedelta(seconds=scenario.timeout) if scenario.timeout else None,
+        timeout=dt.timedelta(seconds=scenario.way_timeout) if scenario.way_timeout else None,
         delete_policy="never",
         stream_logs=False,
         retries=scenario.retries,
-        **scenario.start,
+        **scenario.operator_args(),
     )
     said: list[tuple[float, str]] = []  # the try's verdict is logged the moment it comes
     info = op.log.info
@@ -408,7 +558,7 @@ def run_sensor(
         namespace=namespace,
         backend=backend,
         poke_interval=15,
-        **scenario.start,
+        **scenario.sensor_args(),
     )
     sensor.log.info = lambda msg, *args: said.append((time.time(), msg % args))  # type: ignore[method-assign]
 
@@ -416,7 +566,7 @@ def run_sensor(
         judged = [(t, m) for t, m in said if kind_of(m) in kinds]
         return judged[-1] if judged else None
 
-    submit(document(scenario, name), backend, namespace)
+    submit(document(scenario, name), backend, namespace, queue=scenario.queue is not None)
     result.submitted_at = time.time()
     ends = time.time() + (scenario.timeout or 900)
     result.watching_at = time.time()
@@ -438,7 +588,7 @@ def run_sensor(
             "timeout", f"JobSet {namespace}/{name} did not finish within {scenario.timeout}s"
         )
     except Exception as err:
-        judged = last(("failed", "creation_failed", "gone"))
+        judged = last(("failed", "creation_failed", "gone", "refused", "timeout"))
         if judged is not None:  # the judge's words, said when it came
             result.note_at(kind_of(judged[1]), judged[1], judged[0])
         else:  # AirflowFailException without a verdict said: not what a user should get
@@ -472,8 +622,8 @@ def run_cli(
         "--kubeconfig",
         str(kubeconfig),
     ]
-    if scenario.timeout:
-        args += ["--timeout", str(scenario.timeout)]
+    if scenario.way_timeout:
+        args += ["--timeout", str(scenario.way_timeout)]
     args += scenario.cli_flags()
     cli.main(args, stdout=out, stderr=out, stdin=io.StringIO())  # the verdict goes to either
     if not result.kinds:
@@ -490,7 +640,7 @@ class _Stamped(io.StringIO):
     def write(self, text: str) -> int:
         if text.startswith(("created:", "adopted:")) and self.result.submitted_at is None:
             self.result.submitted_at = time.time()
-        elif self.result.watching_at is None and text.startswith(("status:", "restarting:")):
+        elif self.result.watching_at is None and text.startswith(WATCHING):
             self.result.watching_at = time.time()
         elif text.startswith("jobsetctl run: ") and not self.result.kinds:
             self.result.note(kind_of(text), text.removeprefix("jobsetctl run: ").rstrip("\n"))
@@ -515,8 +665,8 @@ def run_kfp(
         "--namespace", namespace, "--backend", backend, "--delete-policy", "never",
         "--run-id", run_id, "--task-name", "train", "--task-id", "1",
     ]  # fmt: skip
-    if scenario.timeout:
-        command += ["--timeout-seconds", str(scenario.timeout)]
+    if scenario.way_timeout:
+        command += ["--timeout-seconds", str(int(scenario.way_timeout))]
     command += scenario.kfp_flags()
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -531,11 +681,11 @@ def run_kfp(
         if " created; uid " in line or " adopted " in line:
             result.submitted_at = now
             result.name = line.split()[1].split("/", 1)[1]
-        elif result.watching_at is None and line.startswith(("status:", "restarting:")):
+        elif result.watching_at is None and line.startswith(WATCHING):
             result.watching_at = now
         elif (
             kind_of(line) != "unknown"
-            and not line.startswith(("status:", "restarting:"))
+            and not line.startswith(PROGRESS)
             and not result.kinds  # the step says its verdict, then (failing) its error
         ):
             result.note_at(kind_of(line), line.rstrip("\n"), now)
@@ -562,7 +712,7 @@ with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1), catchup=Fal
 TASK = """    JobSetOperator(task_id={task!r}, jobset={jobset!r}, name={name!r},
                    namespace={namespace!r}, backend={backend!r}, deferrable=True,
                    delete_policy="never", stream_logs=False, retries={retries},
-                   timeout={timeout}{start})
+                   timeout={timeout}{options})
 """
 
 
@@ -575,10 +725,12 @@ def deferrable_dag(scenario: Scenario, namespace: str) -> str:
             namespace=namespace,
             backend=backend,
             retries=scenario.retries,
-            timeout=f"timedelta(seconds={scenario.timeout})" if scenario.timeout else None,
-            start="".join(f", {key}={value!r}" for key, value in scenario.start.items()),
+            timeout=f"timedelta(seconds={scenario.way_timeout})" if scenario.way_timeout else None,
+            options="".join(
+                f", {key}={value!r}" for key, value in scenario.operator_args().items()
+            ),
         )
-        for backend in BACKENDS
+        for backend in scenario.backends
     )
     return DEFERRABLE_DAG.format(dag_id=f"parity_{scenario.id}", tasks=tasks)
 
@@ -623,7 +775,7 @@ def read_deferrable(
                 verdicts.append((stamp, text))  # ended in the worker: its last word
         for trigger_log in triggers:
             for stamp, text in _log_lines(trigger_log):
-                if " status: " in text or " restarting: " in text:
+                if any(f" {word}" in text for word in WATCHING):
                     result.watching_at = result.watching_at or stamp
                 elif what in text:
                     verdicts.append((stamp, text))  # "JobSet ns/name: <the verdict>"
@@ -652,7 +804,7 @@ class Moments:
         self.stop = threading.Event()
         self.finished: dict[tuple[str, str], list[float]] = {}  # when each child Job ended
         self.jobs_seen: set[str] = set()
-        kinds = ("jobsets", "anchors", "events", "jobs")
+        kinds = ("jobsets", "anchors", "events", "jobs", "workloads")
         self.ready = threading.Barrier(len(namespaces) * len(kinds) + 1)
         self.threads = [
             threading.Thread(target=self._watch, args=(namespace, kind), daemon=True)
@@ -705,6 +857,9 @@ class Moments:
             ),
             "events": lambda **kw: core.list_namespaced_event(namespace, **kw),
             "jobs": lambda **kw: client.BatchV1Api(api).list_namespaced_job(namespace, **kw),
+            "workloads": lambda **kw: custom.list_namespaced_custom_object(
+                "kueue.x-k8s.io", "v1beta2", namespace, "workloads", **kw
+            ),
         }[kind]
         self.ready.wait(60)
         while not self.stop.is_set():
@@ -715,6 +870,10 @@ class Moments:
                     self._saw(namespace, kind, event["type"], obj)
                     if self.stop.is_set():
                         break
+            except client.ApiException as error:
+                if error.status == 404:  # Kueue's Workloads are not served: nothing to watch
+                    return
+                time.sleep(0.2)
             except Exception:  # the watch broke (a restart of it is all it needs)
                 time.sleep(0.2)
 
@@ -733,6 +892,9 @@ class Moments:
         if kind == "jobs":
             self._job(namespace, meta, obj.get("status") or {})
             return
+        if kind == "workloads":
+            self._workload(namespace, obj)
+            return
         name = str(meta.get("name"))
         if type_ == "DELETED":
             self._mark(namespace, name, "deleting")
@@ -741,6 +903,26 @@ class Moments:
         else:
             status = json.loads((obj.get("data") or {}).get("status.json") or "{}")
             self._status(namespace, name, status, meta)
+
+    def _workload(self, namespace: str, obj: dict[str, Any]) -> None:
+        """Kueue's first word that it will not run the JobSet: a request above the
+        ClusterQueue's maximum, or a Workload to deactivate."""
+        owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+        run = next((o.get("name") for o in owners if o.get("kind") == "JobSet"), None)
+        conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        reserved = conditions.get("QuotaReserved") or {}
+        never = reserved.get("status") == "False" and "maximum capacity" in str(
+            reserved.get("message")
+        )
+        target = (conditions.get("DeactivationTarget") or {}).get("status") == "True"
+        inactive = (obj.get("spec") or {}).get("active") is False
+        if run and (never or target or inactive):
+            self._mark(namespace, str(run), "refused")
+        stats = (obj.get("status") or {}).get("schedulingStats") or {}
+        evicted = conditions.get("Evicted") or {}
+        preempted = any(e.get("reason") == "Preempted" for e in stats.get("evictions") or [])
+        if run and (preempted or evicted.get("reason") == "Preempted"):
+            self._mark(namespace, str(run), "preempted")
 
     def _job(self, namespace: str, meta: dict[str, Any], status: dict[str, Any]) -> None:
         run = (meta.get("labels") or {}).get(labels.JOBSET_NAME)
@@ -785,7 +967,9 @@ def decisive_moment(
     driver's DELETE, a native run's refused creation from its submission (its first pass
     meets the refusal), a native run's end or restart from the end of the child Job it
     reacted to (the waiter is the run's controller: the anchor's moment is its own write)."""
-    if scenario.timeout:
+    if scenario.admission:
+        moment = None if result.submitted_at is None else result.submitted_at + scenario.admission
+    elif scenario.timeout:
         moment = None if result.submitted_at is None else result.submitted_at + scenario.timeout
     elif scenario.action == "delete":
         moment = acted.get(result.name)
@@ -795,7 +979,7 @@ def decisive_moment(
         return None
     else:
         retried = result.way in AIRFLOW_WAYS and scenario.first is not None
-        what = {"creation_failed": "creation_failed"}.get(
+        what = {"creation_failed": "creation_failed", "refused": "refused"}.get(
             scenario.kind, "restarted" if retried else "terminal"
         )
         if scenario.cannot_start:  # the JobSet never ends: from the kubelet's first Warning
@@ -838,6 +1022,13 @@ def check(
         if scenario.reason not in result.messages[-1]:
             why = f"message {result.messages[-1]!r} does not say {scenario.reason!r}"
             found.append(Disagreement(*where, why))
+        if (
+            scenario.action == "preempt"
+            and moments is not None
+            and result.namespace is not None
+            and moments.first(result.namespace, result.name, "preempted") is None
+        ):  # the scenario is about a preemption: a run that ended first proves nothing
+            found.append(Disagreement(*where, "its JobSet was never preempted"))
         retried = result.way in AIRFLOW_WAYS and scenario.first is not None
         if retried and result.kinds[0] != scenario.first:
             why = f"first try ended {result.kinds[0]}, expected {scenario.first}"
@@ -880,14 +1071,21 @@ def table(
 def _submit_for_sensor(kubeconfig: Path) -> Callable[..., Any]:
     """Submit a JobSet (controller) or a native run (anchor + first pass) for the sensor."""
 
-    def submit(doc: dict[str, Any], backend: str, namespace: str) -> None:
+    def submit(doc: dict[str, Any], backend: str, namespace: str, *, queue: bool = False) -> None:
         from jobset_core.blocking import run
         from jobset_core.models import load_jobset
 
         async def work(r: Any) -> None:
             from jobset_core.lifecycle import RunRequest
 
-            await r.start(RunRequest(jobset=load_jobset(doc), namespace=namespace, backend=backend))
+            await r.start(
+                RunRequest(
+                    jobset=load_jobset(doc),
+                    namespace=namespace,
+                    backend=backend,
+                    queue=LOCAL_QUEUE if queue else None,
+                )
+            )
 
         run(lambda: _with_run(kubeconfig, work))
 
@@ -917,7 +1115,33 @@ def _act(kubeconfig: Path, scenario: Scenario, namespace: str, backend: str) -> 
             done[found.handle.name] = time.time()
         return done
 
+    if scenario.action in ("unblock", "preempt"):
+        return _act_on_queue(kubeconfig, scenario, namespace)
     return run(lambda: _with_run(kubeconfig, work))
+
+
+def _act_on_queue(kubeconfig: Path, scenario: Scenario, namespace: str) -> dict[str, float]:
+    """``unblock``: delete the blocker (every way's JobSet is admitted then); ``preempt``: the
+    same, then, once every way's JobSet runs, a high-priority JobSet that needs the whole
+    quota (every way's is preempted, requeued, and admitted again once it is done)."""
+    from kubernetes import client, config
+
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    group = ("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets")
+    api.delete_namespaced_custom_object(*group, "blocker")
+    if scenario.action == "unblock":
+        return {}
+    ends = time.monotonic() + WATCHING_TIMEOUT
+    while time.monotonic() < ends:  # every way's JobSet admitted (Kueue unsuspended it)
+        found = api.list_namespaced_custom_object(*group, label_selector=f"parity={scenario.id}")
+        ways = found["items"]
+        if len(ways) >= len(WAYS) and not any(j["spec"].get("suspend") for j in ways):
+            break
+        time.sleep(0.2)
+    api.create_namespaced_custom_object(
+        *group[:3], group[3], held("preemptor", scenario.queue or "4", 3, HIGH)
+    )
+    return {}
 
 
 @dataclass
@@ -942,7 +1166,7 @@ def start_wave(
         if ctx is not None and "deferrable" in ways:
             ctx.cli("dags", "unpause", f"parity_{scenario.id}")
             ctx.cli("dags", "trigger", f"parity_{scenario.id}", "--run-id", "parity")
-        for backend in BACKENDS:
+        for backend in scenario.backends:
             for way in ways:
                 result = WayResult(way, backend, namespace)
                 wave.results[(scenario.id, backend, way)] = result
@@ -983,7 +1207,7 @@ def watching(wave: Wave, ctx: AirflowProcesses | None, scenario: Scenario, backe
 
 def drive_wave(wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path) -> None:
     """Act on each scenario once all its ways watch; wait until every way has its verdict."""
-    pending = [(s, b) for s in wave.scenarios if s.action for b in BACKENDS]
+    pending = [(s, b) for s in wave.scenarios if s.action for b in s.backends]
     deadline = time.monotonic() + WATCHING_TIMEOUT
     while pending:
         late = time.monotonic() > deadline  # act anyway: the check reports who never watched
@@ -1006,7 +1230,7 @@ def drive_wave(wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path) -> No
                 ):
                     break
                 time.sleep(3)
-            for backend in BACKENDS:
+            for backend in scenario.backends:
                 result = wave.results.get((scenario.id, backend, "deferrable"))
                 if result is not None:
                     read_deferrable(ctx, scenario, backend, result)
@@ -1018,7 +1242,7 @@ def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
     within = tolerance(load, cores)
     shown = [f"times to verdict may differ by {within:.1f}s (load {load:.1f} on {cores} cores)"]
     for scenario in wave.scenarios:
-        for backend in BACKENDS:
+        for backend in scenario.backends:
             results = [
                 r for (s, b, _), r in wave.results.items() if s == scenario.id and b == backend
             ]
@@ -1073,17 +1297,39 @@ def parity_airflow(
                 devcluster.delete_namespace(namespace)
 
 
-WAVES = tuple(SCENARIOS[i : i + 2] for i in range(0, len(SCENARIOS), 2))
+PLAIN = tuple(s for s in SCENARIOS if s.queue is None)
+WAVES = tuple(PLAIN[i : i + 2] for i in range(0, len(PLAIN), 2))
+QUEUE_WAVES = (QUEUE_SCENARIOS,)  # one wave: each has its own namespace and ClusterQueue
 
 
-def test_every_way_in_reaches_the_same_verdict_at_the_same_time(
-    parity_airflow: dict[str, Any], devcluster: Any, kube_conn: str
-) -> None:
+@pytest.fixture(scope="module")
+def parity_queues(parity_airflow: dict[str, Any], devcluster: Any) -> Iterator[None]:
+    """A ClusterQueue of its own (4 CPUs, preemption by priority) and a LocalQueue in each
+    queue scenario's namespace, and the blockers that hold the quota before the ways start."""
+    with contextlib.ExitStack() as stack:
+        for scenario in QUEUE_SCENARIOS:
+            namespace = parity_airflow["namespaces"][scenario.id]
+            stack.enter_context(own_queue(devcluster.custom, namespace, scenario.queue or "4"))
+            if scenario.blocker:  # high priority: no way's JobSet may preempt it
+                devcluster.create_jobset(namespace, held("blocker", scenario.blocker, None, HIGH))
+                devcluster.wait_for(
+                    lambda n=namespace: (
+                        not devcluster.get_jobset(n, "blocker")["spec"].get("suspend")
+                    ),
+                    60,
+                    desc=f"the blocker admitted in {namespace}",
+                )
+        yield
+
+
+def _agree(
+    waves: tuple[tuple[Scenario, ...], ...], parity_airflow: dict[str, Any], devcluster: Any
+) -> list[Disagreement]:
     found: list[Disagreement] = []
     namespaces = parity_airflow["namespaces"]
     moments = Moments(devcluster.kubeconfig, list(namespaces.values()))
     try:
-        for scenarios in WAVES:
+        for scenarios in waves:
             wave = Wave(list(scenarios), namespaces, moments=moments)
             ctx = parity_airflow["ctx"]
             start_wave(wave, ctx, devcluster.kubeconfig, parity_airflow["tmp"], WAYS)
@@ -1093,6 +1339,23 @@ def test_every_way_in_reaches_the_same_verdict_at_the_same_time(
             found += wrong
     finally:
         moments.close()
+    return found
+
+
+def test_every_way_in_reaches_the_same_verdict_at_the_same_time(
+    parity_airflow: dict[str, Any], devcluster: Any, kube_conn: str
+) -> None:
+    found = _agree(WAVES, parity_airflow, devcluster)
+    assert not found, "\n".join(f"{d.scenario}/{d.backend}/{d.way}: {d.why}" for d in found)
+
+
+@pytest.mark.kueue
+def test_every_way_in_agrees_on_queued_runs(
+    parity_airflow: dict[str, Any], parity_queues: None, devcluster: Any, kube_conn: str
+) -> None:
+    """Through Kueue: queued longer than ``timeout`` then completed, an admission timeout, a
+    request that never fits, a preemption then readmission, a deactivated Workload."""
+    found = _agree(QUEUE_WAVES, parity_airflow, devcluster)
     assert not found, "\n".join(f"{d.scenario}/{d.backend}/{d.way}: {d.why}" for d in found)
 
 
