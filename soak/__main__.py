@@ -3,7 +3,8 @@
 Knobs (environment): ``SOAK_MINUTES`` (default 10: the whole run, Airflow's start included,
 fits in it; longer runs get longer JobSets and proportionally more faults), ``SOAK_SEED``
 (default: a fresh one, printed; the same seed repeats the same plan), ``SOAK_TASKS``
-(default 32, at least 30 for a full soak), ``SOAK_RESULTS`` (default ``soak/results``).
+(default 32, at least 30 for a full soak; at least one of each kind, the queued ones
+included, for the preemption), ``SOAK_RESULTS`` (default ``soak/results``).
 Exit status 1 when a count the issue forbids is not zero.
 """
 
@@ -32,9 +33,8 @@ def main() -> int:
     state = Path(os.environ.get("DEVCLUSTER_STATE_DIR", ".devcluster")).resolve()
     window = max(120.0, minutes * 60 - OVERHEAD_SECONDS)
     scale = max(1, int(minutes // 10))
-    the_plan = plan(
-        seed, tasks=tasks, window=window, faults={k: v * scale for k, v in FAULTS.items()}
-    )
+    faults = {k: v if k == "preempt" else v * scale for k, v in FAULTS.items()}  # one preemption
+    the_plan = plan(seed, tasks=tasks, window=window, faults=faults)
     print(f"soak: seed {seed}, {tasks} tasks, window {window:.0f}s (SOAK_SEED={seed} repeats it)")
     dc = DevCluster(kubeconfig=state / "kubeconfig", state_dir=state)
     started = time.time()

@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from soak.mix import Plan, dag_source
+from soak.mix import LOCAL_QUEUE, PREEMPTER, Plan, dag_source, preempter_jobset
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.identities import Identity, bind_role, identity
 from tests.cluster.localcluster import auth as devcluster_auth
 from tests.cluster.pytest_devcluster import DevCluster
+from tests.cluster.queues import own_queue
 
 __all__ = ["TOKEN_TTL", "Soak", "render", "run_soak", "summarise"]
 
@@ -52,6 +53,17 @@ TOKEN_TTL = 45.0
 GRACE = 240.0
 ANCHOR_SELECTOR = "jobset-core/anchor=native"
 TASK_LABEL = "airflow-jobset/task-id"
+JOBSETS = ("jobset.x-k8s.io", "v1alpha2")
+KUEUE = ("kueue.x-k8s.io", "v1beta2")
+#: The task id the watcher gives the preempter's JobSet (it is no task of the DAG).
+PREEMPTER_ID = "preempter"
+#: A queued task admitted this many seconds after the queue opened waited for quota.
+WAITED = 5.0
+#: On a Workload: the UID of the JobSet it stands for.
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: The Roles the two identities are bound to: the shipped ones of both backends, and the
+#: optional Kueue reader (so the queued tasks' logs say why they wait, and how often evicted).
+ROLES = ("{side}-controller", "{side}-native", "kueue-reader")
 
 
 @dataclass
@@ -65,6 +77,23 @@ class Seen:
     terminal: str | None = None
     terminal_at: float | None = None  # the condition's lastTransitionTime (epoch seconds)
     gone_at: float | None = None
+    restarts: int = 0  # the most ``status.restarts`` seen
+
+
+@dataclass
+class Queued:
+    """What the watcher saw of one Kueue Workload (a queued JobSet's, or the preempter's)."""
+
+    name: str
+    jobset_uid: str  # its label kueue.x-k8s.io/job-uid
+    admitted_at: float | None = None  # the first admission (its condition's transition time)
+    evictions: dict[str, int] = field(default_factory=dict)  # by reason, the most seen
+    gone_at: float | None = None
+
+    @property
+    def preemptions(self) -> int:
+        """Evictions to make room for another Workload."""
+        return self.evictions.get("Preempted", 0)
 
 
 @dataclass
@@ -77,6 +106,8 @@ class Soak:
     finished: float = 0.0
     faults: list[dict[str, Any]] = field(default_factory=list)
     seen: dict[str, Seen] = field(default_factory=dict)  # uid -> what the watcher saw
+    workloads: dict[str, Queued] = field(default_factory=dict)  # Workload uid -> ...
+    cluster_queue: str = ""
     tis: list[dict[str, Any]] = field(default_factory=list)
     leftovers: dict[str, list[str]] = field(default_factory=dict)
     audit: list[dict[str, Any]] = field(default_factory=list)
@@ -101,62 +132,130 @@ def _terminal(status: dict[str, Any]) -> tuple[str | None, float | None]:
     return None, None
 
 
-def _objects(dc: DevCluster, namespace: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(kind, metadata, status) of every JobSet and anchor in the namespace."""
-    found = []
-    jobsets = dc.custom.list_namespaced_custom_object(
-        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", _request_timeout=10
-    )["items"]
-    for item in jobsets:
-        found.append(("jobset", item["metadata"], item.get("status") or {}))
-    anchors = dc.core.list_namespaced_config_map(
-        namespace, label_selector=ANCHOR_SELECTOR, _request_timeout=10
-    ).items
-    for anchor in anchors:
-        meta = {"uid": anchor.metadata.uid, "labels": anchor.metadata.labels or {}}
-        status = json.loads((anchor.data or {}).get("status.json") or "{}")
-        found.append(("anchor", meta, status))
-    return found
+#: What the watcher follows: JobSets, native anchors, Kueue's Workloads.
+FOLLOWED = ("jobset", "anchor", "workload")
+
+
+def _source(
+    dc: DevCluster, namespace: str, what: str
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """The list function (and its arguments) of one followed kind."""
+    if what == "jobset":
+        return dc.custom.list_namespaced_custom_object, (*JOBSETS, namespace, "jobsets"), {}
+    if what == "workload":
+        return dc.custom.list_namespaced_custom_object, (*KUEUE, namespace, "workloads"), {}
+    selector = {"label_selector": ANCHOR_SELECTOR}
+    return dc.core.list_namespaced_config_map, (namespace,), selector
+
+
+def _record(soak: Soak, what: str, obj: dict[str, Any], now: float, *, gone: bool) -> None:
+    """Note one object as it stands (or as it stood when it was deleted)."""
+    if what == "workload":
+        _record_workload(soak, obj, now, gone=gone)
+        return
+    meta = obj.get("metadata") or {}
+    uid = meta.get("uid") or ""
+    labels = meta.get("labels") or {}
+    if what == "anchor":
+        status = json.loads((obj.get("data") or {}).get("status.json") or "{}")
+    else:
+        status = obj.get("status") or {}
+    seen = soak.seen.get(uid)
+    if seen is None:
+        task_id = PREEMPTER_ID if labels.get(PREEMPTER) else labels.get(TASK_LABEL, "?")
+        seen = soak.seen[uid] = Seen(what, task_id, uid, now)
+    if seen.terminal is None:
+        seen.terminal, seen.terminal_at = _terminal(status)
+    restarts = status.get("restarts")
+    if isinstance(restarts, int):
+        seen.restarts = max(seen.restarts, restarts)
+    if gone and seen.gone_at is None:
+        seen.gone_at = now
+
+
+def _record_workload(soak: Soak, obj: dict[str, Any], now: float, *, gone: bool) -> None:
+    meta = obj.get("metadata") or {}
+    queued = soak.workloads.get(meta.get("uid") or "")
+    if queued is None:
+        job = (meta.get("labels") or {}).get(JOB_UID_LABEL, "")
+        queued = soak.workloads[meta.get("uid") or ""] = Queued(meta.get("name", ""), job)
+    status = obj.get("status") or {}
+    for item in (status.get("schedulingStats") or {}).get("evictions") or []:
+        reason, count = str(item.get("reason")), int(item.get("count") or 0)
+        queued.evictions[reason] = max(queued.evictions.get(reason, 0), count)
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Admitted" and condition.get("status") == "True":
+            at = _stamp(condition.get("lastTransitionTime"))
+            if queued.admitted_at is None or (at is not None and at < queued.admitted_at):
+                queued.admitted_at = at
+    if gone and queued.gone_at is None:
+        queued.gone_at = now
+
+
+def _follow(dc: DevCluster, soak: Soak, what: str, lock: threading.Lock, stop: Any) -> None:
+    """List, then watch from that list's version, one kind of the namespace until ``stop``:
+    every change is seen, the last state of a deleted object too (a JobSet deleted within a
+    second of its end still tells its terminal condition). An API server that is down is
+    waited for; a watch too old to resume (410) starts over with a list."""
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    func, args, kwargs = _source(dc, soak.namespace, what)
+    version: str | None = None
+    while not stop.is_set():
+        try:
+            if version is None:
+                answer = func(*args, **kwargs, _preload_content=False, _request_timeout=10)
+                listed = json.loads(answer.data)
+                now = time.time()
+                with lock:
+                    for item in listed.get("items") or []:
+                        _record(soak, what, item, now, gone=False)
+                version = listed["metadata"]["resourceVersion"]
+            stream = watch.Watch().stream(
+                func,
+                *args,
+                **kwargs,
+                resource_version=version,
+                timeout_seconds=5,
+                _request_timeout=15,
+            )
+            for event in stream:
+                obj = event["raw_object"]
+                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                with lock:
+                    _record(soak, what, obj, time.time(), gone=event["type"] == "DELETED")
+                if stop.is_set():
+                    break
+        except ApiException as error:
+            if error.status == 410:
+                version = None
+            else:
+                stop.wait(1.0)
+        except Exception:  # the API server restarting: watch again in a second
+            stop.wait(1.0)
 
 
 @contextlib.contextmanager
 def watching(dc: DevCluster, soak: Soak) -> Iterator[None]:
-    """Record the namespace's JobSets and anchors once a second until the block ends (an API
-    server that is down for a moment is waited for)."""
+    """Record the namespace's JobSets, anchors and Workloads until the block ends: every
+    change, through watches of our own (the admin client, straight to the API server)."""
     stop = threading.Event()
-
-    def look() -> None:
-        try:
-            objects = _objects(dc, soak.namespace)
-        except Exception:  # the API server restarting: look again in a second
-            return
-        now = time.time()
-        present = set()
-        for kind, meta, status in objects:
-            uid = meta["uid"]
-            present.add(uid)
-            seen = soak.seen.get(uid)
-            if seen is None:
-                task_id = (meta.get("labels") or {}).get(TASK_LABEL, "?")
-                seen = soak.seen[uid] = Seen(kind, task_id, uid, now)
-            if seen.terminal is None:
-                seen.terminal, seen.terminal_at = _terminal(status)
-        for seen in soak.seen.values():
-            if seen.gone_at is None and seen.uid not in present:
-                seen.gone_at = now
-
-    def loop() -> None:
-        while not stop.wait(1.0):
-            look()
-
-    thread = threading.Thread(target=loop, name="soak-watcher", daemon=True)
-    thread.start()
+    lock = threading.Lock()
+    threads = [
+        threading.Thread(
+            target=_follow, args=(dc, soak, what, lock, stop), name=f"soak-{what}", daemon=True
+        )
+        for what in FOLLOWED
+    ]
+    for thread in threads:
+        thread.start()
     try:
         yield
     finally:
         stop.set()
-        thread.join(30)
-        look()
+        for thread in threads:
+            thread.join(30)
 
 
 # ---------------------------------------------------------------------- faults
@@ -194,8 +293,26 @@ def _worker_processes(ctx: AirflowProcesses, soak: Soak) -> list[tuple[int, str]
     return sorted(found)
 
 
+def _kill_a_worker(ctx: AirflowProcesses, soak: Soak, rand: random.Random) -> str:
+    for _ in range(20):  # a worker-mode task may be between tries: look again
+        workers = _worker_processes(ctx, soak)
+        if workers:
+            pid, task_id = rand.choice(workers)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return f"task process of {task_id} (pid {pid}) SIGKILLed"
+        time.sleep(1)
+    raise RuntimeError("no worker-mode task was running to be killed")
+
+
 def strike(
-    name: str, ctx: AirflowProcesses, proxy: FaultProxy, soak: Soak, rand: random.Random
+    name: str,
+    ctx: AirflowProcesses,
+    proxy: FaultProxy,
+    soak: Soak,
+    rand: random.Random,
+    *,
+    dc: DevCluster | None = None,
 ) -> str:
     """Carry out one fault; what was done, for the record."""
     state = Path(os.environ["DEVCLUSTER_STATE_DIR"])
@@ -209,15 +326,7 @@ def strike(
         ctx.restart("triggerer", signal.SIGKILL)
         return "triggerer SIGKILLed and started again"
     if name == "worker-kill":
-        for _ in range(20):  # a worker-mode task may be between tries: look again
-            workers = _worker_processes(ctx, soak)
-            if workers:
-                pid, task_id = rand.choice(workers)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                return f"task process of {task_id} (pid {pid}) SIGKILLed"
-            time.sleep(1)
-        raise RuntimeError("no worker-mode task was running to be killed")
+        return _kill_a_worker(ctx, soak, rand)
     if name == "watch-cut-410":
         cut = proxy.cut_watches("gone")
         if not cut:
@@ -234,7 +343,80 @@ def strike(
         if not refused:
             raise RuntimeError("the burst met no request")
         return f"429 (Retry-After: 1) to 70% for 6s, {cut} watches cut: {refused} refused"
+    if name == "preempt":
+        if dc is None:
+            raise ValueError("the fault preempt needs the devcluster")
+        return preempt(dc, soak)
     raise ValueError(f"unknown fault {name!r}")
+
+
+def _workloads(dc: DevCluster, namespace: str) -> list[dict[str, Any]]:
+    found = dc.custom.list_namespaced_custom_object(
+        *KUEUE, namespace, "workloads", _request_timeout=10
+    )
+    return list(found["items"])
+
+
+def _condition(obj: dict[str, Any], ctype: str) -> bool:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == ctype:
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def _preempted(workload: dict[str, Any]) -> int:
+    stats = (workload.get("status") or {}).get("schedulingStats") or {}
+    evictions = stats.get("evictions") or []
+    return sum(int(e.get("count") or 0) for e in evictions if e.get("reason") == "Preempted")
+
+
+def preempt(dc: DevCluster, soak: Soak, *, patience: float = 20.0) -> str:
+    """The fault ``preempt``: once every slot of the soak's ClusterQueue holds a queued task's
+    JobSet, create the high-priority preempter (one slot's worth), and see Kueue evict one of
+    them (the count of the Workload's ``schedulingStats``). Fails when the quota was not all
+    held, or the preempter was admitted without a preemption."""
+    namespace, slots = soak.namespace, soak.plan.queue_slots
+    tasks = {s.uid: s.task_id for s in list(soak.seen.values())}
+    deadline = time.time() + patience
+    while True:
+        held = [
+            w
+            for w in _workloads(dc, namespace)
+            if _condition(w, "QuotaReserved") and not _condition(w, "Finished")
+        ]
+        if len(held) >= slots:
+            break
+        if time.time() > deadline:
+            raise RuntimeError(f"{len(held)} of {slots} queue slots held: nothing to preempt")
+        time.sleep(1)
+    before = {w["metadata"]["uid"]: _preempted(w) for w in held}
+    body = preempter_jobset()
+    created = dc.create_jobset(namespace, body)
+    mine = created["metadata"]["uid"]
+    deadline = time.time() + patience
+    admitted_at = None
+    while time.time() < deadline:
+        victims = [
+            tasks.get((w["metadata"].get("labels") or {}).get(JOB_UID_LABEL, ""), "?")
+            for w in _workloads(dc, namespace)
+            if _preempted(w) > before.get(w["metadata"]["uid"], 0)
+        ]
+        if victims:
+            return (
+                f"{body['metadata']['name']} ({len(body['spec']['replicatedJobs'])} pods,"
+                f" high priority) made Kueue evict the JobSet of {', '.join(sorted(victims))}"
+            )
+        ours = [
+            w
+            for w in _workloads(dc, namespace)
+            if (w["metadata"].get("labels") or {}).get(JOB_UID_LABEL) == mine
+        ]
+        if ours and _condition(ours[0], "Admitted"):
+            admitted_at = admitted_at or time.time()
+            if time.time() - admitted_at > 5:
+                raise RuntimeError("the preempter was admitted without a preemption")
+        time.sleep(0.5)
+    raise RuntimeError(f"no queued JobSet was preempted within {patience:.0f}s")
 
 
 # ---------------------------------------------------------------------- the run
@@ -247,8 +429,8 @@ def _identities(dc: DevCluster, soak: Soak, folder: Path, proxy: FaultProxy) -> 
         who = identity(
             dc.state_dir, folder, soak.namespace, f"airflow-{side}", ttl=TOKEN_TTL, server=proxy.url
         )
-        for backend in ("controller", "native"):
-            bind_role(dc, soak.namespace, f"jobset-airflow-{side}-{backend}", who)
+        for role in ROLES:
+            bind_role(dc, soak.namespace, f"jobset-airflow-{role.format(side=side)}", who)
         found[side] = who
         soak.users[side] = who.username
     return found
@@ -278,6 +460,7 @@ def _leftovers(dc: DevCluster, namespace: str) -> dict[str, list[str]]:
         "jobs": [j.metadata.name for j in batch.list_namespaced_job(namespace).items],
         "pods": [p.metadata.name for p in core.list_namespaced_pod(namespace).items],
         "services": [s.metadata.name for s in core.list_namespaced_service(namespace).items],
+        "workloads": [w["metadata"]["name"] for w in _workloads(dc, namespace)],
     }
 
 
@@ -291,7 +474,12 @@ def run_soak(plan: Plan, dc: DevCluster, *, log: Any = print) -> Soak:
     folder.mkdir(mode=0o700, exist_ok=True)
     timeout = plan.window * 2 + 120
     try:
-        with FaultProxy(dc.state_dir, seed=plan.seed) as proxy:
+        with contextlib.ExitStack() as stack:
+            if plan.queued:
+                queue = stack.enter_context(own_queue(dc.custom, namespace, str(plan.queue_cpu)))
+                assert queue == LOCAL_QUEUE, queue
+                soak.cluster_queue = _hold(dc, namespace, queue)
+            proxy = stack.enter_context(FaultProxy(dc.state_dir, seed=plan.seed))
             who = _identities(dc, soak, folder, proxy)
             dags = {DAG_ID: dag_source(plan, dag_id=DAG_ID, namespace=namespace, timeout=timeout)}
             process_env = {
@@ -307,9 +495,16 @@ def run_soak(plan: Plan, dc: DevCluster, *, log: Any = print) -> Soak:
                 with watching(dc, soak):
                     ctx.cli("dags", "trigger", DAG_ID, "--run-id", RUN_ID)
                     waiting = _all_waiting(ctx, soak)
+                    if soak.cluster_queue:  # the queue's clock is the faults'
+                        _release(dc, soak.cluster_queue)
                     soak.started = time.time()
-                    log(f"soak: {waiting} of {len(plan.tasks)} tasks waiting in {namespace}")
-                    _strike_all(ctx, proxy, soak, log)
+                    opened = (
+                        f", ClusterQueue {soak.cluster_queue} opened" if soak.cluster_queue else ""
+                    )
+                    log(
+                        f"soak: {waiting} of {len(plan.tasks)} tasks waiting in {namespace}{opened}"
+                    )
+                    _strike_all(ctx, proxy, soak, log, dc)
                     _wait_for_the_run(ctx, soak)
                     log(f"soak: DAG run {soak.run_state} after {soak.finished - soak.started:.0f}s")
                     soak.leftovers = _settled(dc, namespace)
@@ -324,7 +519,9 @@ def run_soak(plan: Plan, dc: DevCluster, *, log: Any = print) -> Soak:
     return soak
 
 
-def _strike_all(ctx: AirflowProcesses, proxy: FaultProxy, soak: Soak, log: Any) -> None:
+def _strike_all(
+    ctx: AirflowProcesses, proxy: FaultProxy, soak: Soak, log: Any, dc: DevCluster
+) -> None:
     """Each fault of the plan at its moment (a fault that could not strike is recorded as
     FAILED: a finding, never skipped)."""
     rand = random.Random(soak.plan.seed)
@@ -334,7 +531,7 @@ def _strike_all(ctx: AirflowProcesses, proxy: FaultProxy, soak: Soak, log: Any) 
             time.sleep(delay)
         t = time.time()
         try:
-            what = strike(fault.name, ctx, proxy, soak, rand)
+            what = strike(fault.name, ctx, proxy, soak, rand, dc=dc)
         except Exception as error:
             what = f"FAILED: {type(error).__name__}: {error}"
         at = round(t - soak.started, 1)
@@ -343,6 +540,24 @@ def _strike_all(ctx: AirflowProcesses, proxy: FaultProxy, soak: Soak, log: Any) 
             {"name": fault.name, "planned_at": fault.at, "at": at, "took": took, "what": what}
         )
         log(f"soak: +{at:5.0f}s {fault.name}: {what}")
+
+
+def _hold(dc: DevCluster, namespace: str, queue: str) -> str:
+    """Stop the ClusterQueue of ``queue`` admitting (``stopPolicy: Hold``) until the fault
+    clock starts: its timeline is then the plan's (the queued tasks are created over the
+    seconds Airflow takes to start them all). Its name."""
+    local = dc.custom.get_namespaced_custom_object(*KUEUE, namespace, "localqueues", queue)
+    name = str(local["spec"]["clusterQueue"])
+    dc.custom.patch_cluster_custom_object(
+        *KUEUE, "clusterqueues", name, {"spec": {"stopPolicy": "Hold"}}
+    )
+    return name
+
+
+def _release(dc: DevCluster, cluster_queue: str) -> None:
+    dc.custom.patch_cluster_custom_object(
+        *KUEUE, "clusterqueues", cluster_queue, {"spec": {"stopPolicy": "None"}}
+    )
 
 
 #: Longest the fault clock waits for every task to be in its wait.
@@ -409,9 +624,10 @@ def summarise(soak: Soak) -> dict[str, Any]:
     by_task = {t.task_id: t for t in plan.tasks}
     tis = {ti["task_id"]: ti for ti in soak.tis}
     uids: dict[str, set[str]] = {}
-    for seen in soak.seen.values():
-        uids.setdefault(seen.task_id, set()).add(seen.uid)
+    for one in soak.seen.values():
+        uids.setdefault(one.task_id, set()).add(one.uid)
 
+    queue = _queue_rows(soak)
     rows = []
     wrong, missed, late = [], [], []
     for task in plan.tasks:
@@ -429,6 +645,7 @@ def summarise(soak: Soak) -> dict[str, Any]:
                 wrong.append(f"{task.task_id} ({task.kind}): {state}, deserved {deserved}")
             else:
                 missed.append(f"{task.task_id} ({task.kind}): still {state}")
+        # From the JobSet's own terminal condition: time in a queue is never lateness.
         lateness = None
         terminal_at = max((s.terminal_at for s in seen if s.terminal_at), default=None)
         ended = _iso(ti.get("end_date"))
@@ -445,6 +662,8 @@ def summarise(soak: Soak) -> dict[str, Any]:
                 "jobset": jobset_said,
                 "jobsets_created": len(uids.get(task.task_id, ())),
                 "late_seconds": lateness,
+                "restarts": max((s.restarts for s in seen), default=0),
+                **queue.get(task.task_id, {}),
             }
         )
     duplicates = {t: len(u) for t, u in uids.items() if len(u) > 1}
@@ -500,8 +719,55 @@ def summarise(soak: Soak) -> dict[str, Any]:
         "proxy": soak.proxy,
         "faults": soak.faults,
         "credential_leaks": soak.leaks,
+        "queue": _queue_summary(soak, rows),
         "by_task": rows,
         "kinds": sorted({t.kind for t in by_task.values()}),
+    }
+
+
+def _queue_rows(soak: Soak) -> dict[str, dict[str, Any]]:
+    """Per queued task, what Kueue's Workloads of its JobSets said: how long it waited for
+    its first admission after the queue opened, and how often it was preempted."""
+    task_of = {s.uid: s.task_id for s in soak.seen.values()}
+    rows: dict[str, dict[str, Any]] = {}
+    for task in soak.plan.queued:
+        mine = [w for w in soak.workloads.values() if task_of.get(w.jobset_uid) == task.task_id]
+        admitted = min((w.admitted_at for w in mine if w.admitted_at is not None), default=None)
+        rows[task.task_id] = {
+            "queued_seconds": (
+                round(max(0.0, admitted - soak.started), 1) if admitted is not None else None
+            ),
+            "preempted": sum(w.preemptions for w in mine),
+            "evictions": sum(sum(w.evictions.values()) for w in mine),
+        }
+    return rows
+
+
+def _queue_summary(soak: Soak, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The queue's counts: the queued tasks, those that waited for quota, the preemptions
+    planned and seen (Kueue's own count on the Workloads), restarts of queued JobSets."""
+    queued = [r for r in rows if "preempted" in r]
+    waited = [
+        r["task_id"]
+        for r in queued
+        if r["queued_seconds"] is not None and r["queued_seconds"] > WAITED
+    ]
+    return {
+        "tasks": len(queued),
+        "slots": soak.plan.queue_slots,
+        "cpu": soak.plan.queue_cpu,
+        "waited_for_quota": waited,
+        "queued_seconds_max": max(
+            (r["queued_seconds"] for r in queued if r["queued_seconds"] is not None), default=None
+        ),
+        "preemptions_planned": soak.plan.preemptions,
+        "preemptions_seen": sum(r["preempted"] for r in queued),
+        "preempted": [r["task_id"] for r in queued if r["preempted"]],
+        "evictions": sum(r["evictions"] for r in queued),
+        "restarted": {r["task_id"]: r["restarts"] for r in queued if r["restarts"]},
+        "preempter": [
+            s.terminal or "never ended" for s in soak.seen.values() if s.task_id == PREEMPTER_ID
+        ],
     }
 
 
@@ -519,6 +785,25 @@ def failures(summary: dict[str, Any]) -> list[str]:
     if summary["credential_leaks"]:
         found.append(f"credentials in logs: {summary['credential_leaks']}")
     found += [f"fault {f['name']}: {f['what']}" for f in summary["faults"] if "FAILED" in f["what"]]
+    return found + _queue_failures(summary["queue"])
+
+
+def _queue_failures(queue: dict[str, Any]) -> list[str]:
+    found = []
+    if queue["preemptions_seen"] < queue["preemptions_planned"]:
+        found.append(
+            f"planned {queue['preemptions_planned']} preemption(s), Kueue made "
+            f"{queue['preemptions_seen']}"
+        )
+    if queue["tasks"] > queue["slots"] and len(queue["waited_for_quota"]) < (
+        queue["tasks"] - queue["slots"]
+    ):
+        found.append(
+            f"only {len(queue['waited_for_quota'])} of {queue['tasks']} queued tasks waited for"
+            f" a ClusterQueue of {queue['slots']} slot(s)"
+        )
+    if queue["restarted"]:
+        found.append(f"queued JobSets restarted (an eviction is no restart): {queue['restarted']}")
     return found
 
 
@@ -533,30 +818,38 @@ def _iso(text: str | None) -> float | None:
 def render(summary: dict[str, Any]) -> str:
     """The summary table."""
     late = summary["late_seconds"]
+    queue = summary["queue"]
     lines = [
         f"soak seed {summary['seed']}: {summary['tasks']} tasks, "
         f"{summary['duration_seconds']:.0f}s, DAG run {summary['dag_run_state']}",
         "",
-        f"{'tasks in the state their JobSet deserved':<48} "
+        f"{'tasks in the state their JobSet deserved':<52} "
         f"{summary['deserved_state']} / {summary['tasks']}",
-        f"{'missed terminal states':<48} {len(summary['missed_terminal'])}",
-        f"{'late terminal states (s): p50 / p95 / max':<48} "
+        f"{'missed terminal states':<52} {len(summary['missed_terminal'])}",
+        f"{'late terminal states (s): p50 / p95 / max':<52} "
         f"{late['p50']} / {late['p95']} / {late['max']}",
-        f"{'duplicate JobSets':<48} {len(summary['duplicate_jobsets'])}",
-        f"{'orphans (JobSets, anchors, Jobs, pods, Services)':<48} "
+        f"{'duplicate JobSets':<52} {len(summary['duplicate_jobsets'])}",
+        f"{'orphans (JobSets, anchors, children, Workloads)':<52} "
         f"{sum(len(v) for v in summary['orphans'].values())}",
-        f"{'JobSets deleted by a triggerer restart':<48} {len(summary['deleted_by_triggerer'])}",
-        f"{'API requests per task-hour':<48} {summary['api_requests_per_task_hour']}"
+        f"{'JobSets deleted by a triggerer restart':<52} {len(summary['deleted_by_triggerer'])}",
+        f"{'API requests per task-hour':<52} {summary['api_requests_per_task_hour']}"
         f" ({summary['api_requests']} in {summary['task_hours']} task-hours)",
-        f"{'watch reconnects per task-hour':<48} {summary['watch_reconnects_per_task_hour']}"
+        f"{'watch reconnects per task-hour':<52} {summary['watch_reconnects_per_task_hour']}"
         f" ({summary['watch_reconnects']})",
-        f"{'401 answers (expired tokens, each refreshed)':<48} {summary['unauthorized_answers']}",
-        f"{'credentials found in logs':<48} {len(summary['credential_leaks'])}",
+        f"{'401 answers (expired tokens, each refreshed)':<52} {summary['unauthorized_answers']}",
+        f"{'credentials found in logs':<52} {len(summary['credential_leaks'])}",
+        f"{'queued tasks that waited for quota':<52} {len(queue['waited_for_quota'])}"
+        f" of {queue['tasks']} (ClusterQueue of {queue['cpu']} CPUs, {queue['slots']} at once;"
+        f" longest wait {queue['queued_seconds_max']}s)",
+        f"{'preemptions planned / seen (Workload evictions)':<52} "
+        f"{queue['preemptions_planned']} / {queue['preemptions_seen']}"
+        f" ({', '.join(queue['preempted']) or 'none'})",
+        f"{'restarts of queued JobSets':<52} {sum(queue['restarted'].values())}",
         "",
         "faults:",
         *(f"  +{f['at']:5.0f}s {f['name']:<26} {f['what']}" for f in summary["faults"]),
         "",
-        f"{'kind':<40} {'tasks':>5} {'deserved':>9} {'late max (s)':>13}",
+        f"{'kind':<40} {'tasks':>5} {'deserved':>9} {'late max (s)':>13} {'preempted':>10}",
     ]
     kinds: dict[str, list[dict[str, Any]]] = {}
     for row in summary["by_task"]:
@@ -564,7 +857,9 @@ def render(summary: dict[str, Any]) -> str:
     for kind, rows in sorted(kinds.items()):
         ok = sum(1 for r in rows if r["state"] == r["deserved"])
         lates = [r["late_seconds"] for r in rows if r["late_seconds"] is not None]
-        lines.append(f"{kind:<40} {len(rows):>5} {ok:>9} {max(lates) if lates else '-':>13}")
+        preempted = sum(r.get("preempted", 0) for r in rows)
+        late_max = max(lates) if lates else "-"
+        lines.append(f"{kind:<40} {len(rows):>5} {ok:>9} {late_max:>13} {preempted:>10}")
     problems = failures(summary)
     lines += ["", "PASSED" if not problems else "FAILED:", *(f"  {p}" for p in problems)]
     return "\n".join(lines)
