@@ -14,7 +14,11 @@ Families (one module each, one chart each):
 ``pods``       what the pod and Event watches cost for a JobSet of 1,000 pods (``pods``)
 ``native``     the native backend's fan-out and reconcile requests (``native``)
 ``local``      ``jobsetctl validate`` start, validation throughput, import cost (``local``)
+``queue``      1,000 tasks queued in Kueue in one triggerer; admission → task log (``queue``)
 =============  ===========================================================================
+
+The suite's devcluster runs Kueue (the queue family needs it); the other families' JobSets
+carry no queue label, so Kueue's webhooks never see them.
 
 ``python -m benchmarks run`` measures (``--profile smoke``: tiny sizes, what ``make test``
 runs so the code never rots); ``python -m benchmarks report`` turns the JSON into the docs

@@ -181,12 +181,17 @@ class Writes:
         write of the object whose request arrived before ``seen`` (a later one cannot have
         been seen). Its arrival, not its answer: watchers may hear of a write before its
         writer does. ``None`` when there is none."""
+        found = self.decisive_entry(resource, namespace, name, seen)
+        return found.received if found is not None else None
+
+    def decisive_entry(self, resource: str, namespace: str, name: str, seen: float) -> Entry | None:
+        """The audit entry of that write (see :meth:`decisive`)."""
         found = None
         for entry in self._by.get((resource, namespace, name), ()):
             if entry.received > seen:
                 break
             found = entry
-        return found.received if found is not None else None
+        return found
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by.values())

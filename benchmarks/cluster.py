@@ -1,7 +1,9 @@
 """The cluster the benchmarks run on, and who talks to it.
 
 By default the suite starts a devcluster of its own (``tests/cluster/devcluster.py`` in a
-state folder of its own, without the real node) whose API server writes an audit log and
+state folder of its own, without the real node, with Kueue: the queue family needs it; the
+other families' JobSets carry no queue label, so Kueue's webhooks never see them and its
+manager leaves them alone) whose API server writes an audit log and
 ends a watch that asks for no timeout after 15-30 s (``--min-request-timeout=15``; the default
 is 30-60 minutes), so a measuring window of a minute covers two of those timeouts. With
 ``KUBECONFIG`` set, it runs on that cluster instead (no audit log: requests are then counted in
@@ -11,7 +13,9 @@ The driver talks as the cluster's admin with the official ``kubernetes`` client 
 through the code under test). Each subject talks as a service account of its own
 (:meth:`BenchCluster.identity`): ``cluster`` identities are bound to the waiter role across
 the cluster, ``namespace`` ones only in the namespaces they are given (a RoleBinding each, as a
-team's triggerer would have), so the observer picks per-namespace informers for them.
+team's triggerer would have), so the observer picks per-namespace informers for them. A
+``kueue_reader`` identity is also bound, the same way, to the role that reads Kueue's
+Workloads (as ``jobset-airflow-kueue-reader`` is deployed beside the waiter's roles).
 Everything created is labelled with the run's id and removed by :meth:`BenchCluster.close`.
 """
 
@@ -63,6 +67,16 @@ RULES = [
         "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
     },
 ]
+#: What the waiter may read of Kueue besides (``jobset-airflow-kueue-reader``'s rules).
+KUEUE_READER = f"{ROLE}-kueue-reader"
+KUEUE_RULES = [
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["workloads"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get"]},
+]
 T = TypeVar("T")
 _STARTED = time.monotonic()
 
@@ -80,11 +94,18 @@ class Identity:
         name: The account's name (also how the audit log names it, see :attr:`user`).
         kubeconfig: A kubeconfig file holding its token.
         user: Its user name at the API server.
+        kueue_reader: Also bound to the role that reads Kueue's Workloads.
     """
 
     name: str
     kubeconfig: Path
     user: str
+    kueue_reader: bool = False
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The cluster roles it is bound to (cluster-wide or in its namespaces)."""
+        return (ROLE, KUEUE_READER) if self.kueue_reader else (ROLE,)
 
     def airflow_env(self) -> dict[str, str]:
         """Environment for an Airflow process: ``kubernetes_default`` is this identity."""
@@ -137,8 +158,9 @@ class BenchCluster:
             os.environ,
             DEVCLUSTER_STATE_DIR=str(state_dir),
             DEVCLUSTER_REAL_NODE="0",
-            # no Kueue: the recorded results were measured without its controller watching
-            DEVCLUSTER_KUEUE="0",
+            # Kueue on (the queue family): other families' JobSets have no queue label, so
+            # its webhooks never see them (they select on it) and its manager ignores them
+            DEVCLUSTER_KUEUE="1",
             DEVCLUSTER_NODE_PODS=str(NODE_PODS),
             DEVCLUSTER_APISERVER_ARGS=" ".join(flags),
         )
@@ -193,6 +215,10 @@ class BenchCluster:
             with contextlib.suppress(Exception):
                 if kind == "ClusterRole":
                     rbac.delete_cluster_role(name)
+                elif kind == "ClusterQueue":
+                    self.custom.delete_cluster_custom_object(
+                        "kueue.x-k8s.io", "v1beta2", "clusterqueues", name
+                    )
                 else:
                     rbac.delete_cluster_role_binding(name)
         progress("removed the namespaces and cluster roles the run created")
@@ -312,70 +338,87 @@ class BenchCluster:
     # ------------------------------------------------------------------ identities
 
     def identity(
-        self, name: str, *, cluster_wide: bool, namespaces: Iterable[str] = ()
+        self,
+        name: str,
+        *,
+        cluster_wide: bool,
+        namespaces: Iterable[str] = (),
+        kueue_reader: bool = False,
     ) -> Identity:
         """A service account (in a namespace of its own) that may wait for runs everywhere
-        (``cluster_wide``) or only in ``namespaces``."""
-        self._ensure_role()
+        (``cluster_wide``) or only in ``namespaces`` (``kueue_reader``: and read Kueue's
+        Workloads there)."""
+        self._ensure_role(ROLE, RULES)
+        if kueue_reader:
+            self._ensure_role(KUEUE_READER, KUEUE_RULES)
         home = self.namespaces(f"id-{name}", 1)[0]
         self.core.create_namespaced_service_account(home, {"metadata": {"name": name}})
         subject = [{"kind": "ServiceAccount", "name": name, "namespace": home}]
-        if cluster_wide:
-            binding = f"{ROLE}-{self.run}-{name}"
+        identity = Identity(
+            name=name,
+            kubeconfig=self._kubeconfig(home, name),
+            user=f"system:serviceaccount:{home}:{name}",
+            kueue_reader=kueue_reader,
+        )
+        for role in identity.roles if cluster_wide else ():
+            binding = f"{role}-{self.run}-{name}"
             self.rbac.create_cluster_role_binding(
                 {
                     "metadata": {"name": binding, "labels": {BENCH_LABEL: self.run}},
                     "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
                         "kind": "ClusterRole",
-                        "name": ROLE,
+                        "name": role,
                     },
                     "subjects": subject,
                 }
             )
             self._cluster_objects.append(("ClusterRoleBinding", binding))
-        identity = Identity(
-            name=name,
-            kubeconfig=self._kubeconfig(home, name),
-            user=f"system:serviceaccount:{home}:{name}",
-        )
         self.grant(identity, namespaces)
         return identity
 
     def grant(self, identity: Identity, namespaces: Iterable[str]) -> None:
-        """Let ``identity`` wait for runs in these namespaces (a RoleBinding each)."""
+        """Let ``identity`` wait for runs in these namespaces (a RoleBinding each, per role)."""
         home, name = identity.user.split(":")[2:4]
         subject = [{"kind": "ServiceAccount", "name": name, "namespace": home}]
 
-        def bind(namespace: str) -> None:
+        def bind(item: tuple[str, str]) -> None:
+            namespace, role = item
+            suffix = "" if role == ROLE else "-kueue-reader"
             self.rbac.create_namespaced_role_binding(
                 namespace,
                 {
-                    "metadata": {"name": f"bench-{name}"},
+                    "metadata": {"name": f"bench-{name}{suffix}"},
                     "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
                         "kind": "ClusterRole",
-                        "name": ROLE,
+                        "name": role,
                     },
                     "subjects": subject,
                 },
             )
 
-        self.parallel(bind, list(namespaces))
+        self.parallel(bind, [(n, role) for n in namespaces for role in identity.roles])
 
-    def _ensure_role(self) -> None:
-        if ("ClusterRole", ROLE) in self._cluster_objects:
+    def cluster_queue(self, body: dict[str, Any]) -> None:
+        """Create a Kueue ClusterQueue (removed by :meth:`close` on a cluster the suite did not
+        start)."""
+        self.custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", body)
+        self._cluster_objects.append(("ClusterQueue", body["metadata"]["name"]))
+
+    def _ensure_role(self, role: str, rules: list[dict[str, Any]]) -> None:
+        if ("ClusterRole", role) in self._cluster_objects:
             return
         from kubernetes.client.rest import ApiException
 
-        body = {"metadata": {"name": ROLE, "labels": {BENCH_LABEL: self.run}}, "rules": RULES}
+        body = {"metadata": {"name": role, "labels": {BENCH_LABEL: self.run}}, "rules": rules}
         try:
             self.rbac.create_cluster_role(body)
         except ApiException as error:
             if error.status != 409:
                 raise
-            self.rbac.replace_cluster_role(ROLE, body)
-        self._cluster_objects.append(("ClusterRole", ROLE))
+            self.rbac.replace_cluster_role(role, body)
+        self._cluster_objects.append(("ClusterRole", role))
 
     def _kubeconfig(self, namespace: str, name: str) -> Path:
         request = {"spec": {"expirationSeconds": 6 * 3600}}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,10 +64,21 @@ class Context:
         return found
 
     @contextmanager
-    def floor(self, prefix: str) -> Iterator[Floor]:
-        """The raw watches over the namespaces named ``prefix...``, for the block."""
-        identity = self.identity("floor")
-        subject = self.subject(f"floor-{prefix}", "benchmarks.floor", {"prefix": prefix}, identity)
+    def floor(
+        self,
+        prefix: str,
+        *,
+        resources: Sequence[str] | None = None,
+        identity: Identity | None = None,
+    ) -> Iterator[Floor]:
+        """The raw watches over the namespaces named ``prefix...``, for the block (of JobSets,
+        Jobs and pods, unless ``resources`` names others; as the ``floor`` identity unless
+        another is given)."""
+        identity = identity or self.identity("floor")
+        spec: dict[str, Any] = {"prefix": prefix}
+        if resources is not None:
+            spec["resources"] = list(resources)
+        subject = self.subject(f"floor-{prefix}", "benchmarks.floor", spec, identity)
         subject.wait_for("ready", 120)
         try:
             yield Floor(subject, identity)

@@ -12,10 +12,13 @@ Kinds, each built with the arguments its operator defers with (their defaults ot
             ``poll_interval`` 2 s, startup checks every 5 s with the events watch.
 
 Each task is ``{"ns", "name", "uid", "job", "pod"}`` (the JobSet, its child Job and pod: the
-anchors wait for the Job or the pod of the same run). The fleet reports ``ready`` once every
-trigger runs (ours: once the shared observer tracks every run), ``fired`` for each trigger
-that fires, and answers ``sample`` with its loop lag and counters. ``watch_window`` shortens
-the shared observer's watch window (the one knob ``Observer`` takes; see ``docs/benchmarks.md``).
+anchors wait for the Job or the pod of the same run), and ``queue`` for a JobSet queued in a
+Kueue LocalQueue (the operator's ``queue``). The fleet reports ``ready`` once every trigger
+runs (ours: once the shared observer tracks every run and every informer that can watch has a
+watch open), ``fired`` for each trigger that fires, ``said`` for each line a trigger logs
+(when the spec asks for ``said``: its text and when it was logged), and answers ``sample``
+with its loop lag and counters. ``watch_window`` shortens the shared observer's watch window
+(the one knob ``Observer`` takes; see ``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from jobset_core.client import Client
     from jobset_core.observe import Scope
 
-__all__ = ["build"]
+__all__ = ["Said", "build", "stopped"]
 
 SENSOR_TIMEOUT = 7 * 24 * 3600.0  # BaseSensorOperator's default timeout
 
@@ -54,11 +57,13 @@ def build(kind: str, task: dict[str, Any]) -> Any:
     if kind == "ours":
         from airflow_provider_jobset.triggers import JobSetTrigger
 
-        return JobSetTrigger(
-            handle=_handle(task),
-            request=RunRequest(namespace=task["ns"], on_restart="return", cancel_on_kill=True),
-            restarts=0,
+        request = RunRequest(
+            namespace=task["ns"],
+            on_restart="return",
+            cancel_on_kill=True,
+            queue=task.get("queue"),
         )
+        return JobSetTrigger(handle=_handle(task), request=request, restarts=0)
     if kind == "sensor":
         from airflow_provider_jobset.triggers import JobSetTrigger
 
@@ -106,6 +111,38 @@ def build(kind: str, task: dict[str, Any]) -> Any:
     raise ValueError(f"unknown kind {kind!r}")
 
 
+class Said:
+    """A trigger's logger, passed through, that also hands each line it logs at ``info`` to
+    ``heard`` the moment it is logged (the task log's line, as the triggerer would ship it).
+
+    Args:
+        real: The trigger's own logger.
+        heard: Called with each line's text.
+    """
+
+    def __init__(self, real: Any, heard: Callable[[str], None]) -> None:
+        self._real = real
+        self._heard = heard
+
+    def info(self, event: Any, *args: Any, **kwargs: Any) -> Any:
+        self._heard(str(event) % args if args else str(event))
+        return self._real.info(event, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def stopped(observer: Any) -> dict[str, int]:
+    """The observer's informers that stopped for good (a failure retrying cannot fix), by
+    kind (read from its informers: the stats only count them)."""
+    found: dict[str, int] = {}
+    for informer in list(observer._informers.values()):
+        if informer.problem is not None:
+            kind = informer.source.kind.value
+            found[kind] = found.get(kind, 0) + 1
+    return found
+
+
 def status_of(payload: Any) -> str:
     """What a fired event says, in a word."""
     if isinstance(payload, dict):
@@ -121,18 +158,26 @@ def prepare(kind: str, watch_window: int | None) -> Callable[[], dict[str, Any]]
         from airflow_provider_jobset.triggers import JobSetTrigger  # noqa: F401
         from jobset_core.observe import Observer, shared_stats
 
-        if watch_window:
+        built: list[Observer] = []
 
-            def windowed(client: Client, *, scope: Scope = "run") -> Observer:
-                """An observer as ``shared_observer`` builds one, with the bench's window."""
-                return Observer(client, scope=scope, window=watch_window)
+        def recorded(client: Client, *, scope: Scope = "run") -> Observer:
+            """An observer as ``shared_observer`` builds one (with the bench's window, if
+            any), kept here to read which of its informers stopped for good."""
+            if watch_window:
+                found = Observer(client, scope=scope, window=watch_window)
+            else:
+                found = Observer(client, scope=scope)
+            built.append(found)
+            return found
 
-            # Deliberate patch: shared_observer() builds its observer by calling this name.
-            shared.Observer = windowed  # type: ignore[attr-defined,assignment]
+        # Deliberate patch: shared_observer() builds its observer by calling this name.
+        shared.Observer = recorded  # type: ignore[attr-defined,assignment]
 
         def stats() -> dict[str, Any]:
             found = list(shared_stats().values())
-            return found[0] if found else {}
+            if not found:
+                return {}
+            return {**found[0], "stopped": stopped(built[-1]) if built else {}}
 
         return stats
     if kind == "kjt":
@@ -160,6 +205,11 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
 
     async def one(task: dict[str, Any]) -> None:
         trigger = build(kind, task)
+        if spec.get("said"):
+            key = f"{task['ns']}/{task['name']}"
+            trigger._log = Said(
+                trigger.log, lambda text: channel.emit("said", key=key, at=time.time(), line=text)
+            )
         event = await anext(trigger.run())
         at = time.time()
         channel.emit(
@@ -175,9 +225,12 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
         found = stats()
         if kind in ("ours", "sensor"):
             kept = (found.get("kept") or {}).get("runs", 0)
-            informers = sum((found.get("informers") or {}).values())
+            # Informers that stopped for good (a 403 or 404: Kueue's Workloads for an identity
+            # that may not read them, or on a cluster without Kueue) never open a watch.
+            stopped_ = sum((found.get("stopped") or {}).values())
+            informers = sum((found.get("informers") or {}).values()) - stopped_
             open_ = (found.get("client") or {}).get("watches_open", 0)
-            if kept >= len(tasks) and informers and open_ >= informers:
+            if kept >= len(tasks) and informers > 0 and open_ >= informers:
                 timed_out = False
                 break
         elif sum(counters.requests.values()) >= len(tasks):

@@ -7,7 +7,11 @@ benchmark namespaces, the moment it first sees it ended. That moment is both the
 detection latency (nobody can learn sooner than a watch) and what tells which status write of
 the audit log decided a run.
 
-Run as ``python -m benchmarks.floor <spec.json>`` (spec: ``kubeconfig``, ``prefix``).
+For a queue (Kueue), the same watch of Workloads (``resources: ["workloads"]``) reports the
+moment it first sees each one admitted (``Admitted=True``), named by its JobSet (``owner``).
+
+Run as ``python -m benchmarks.floor <spec.json>`` (spec: ``kubeconfig``, ``prefix``, and
+``resources``: the kinds to watch, JobSets, Jobs and pods unless it names others).
 """
 
 from __future__ import annotations
@@ -20,11 +24,35 @@ from typing import Any
 
 from benchmarks.subject import Channel
 
-__all__ = ["ended"]
+__all__ = ["admitted", "ended", "owner"]
+
+#: The custom resources watched, by plural: (group, version).
+CUSTOM = {"jobsets": ("jobset.x-k8s.io", "v1alpha2"), "workloads": ("kueue.x-k8s.io", "v1beta2")}
+
+
+def admitted(workload: Any) -> bool:
+    """Whether a Kueue Workload (a dict, as the official client returns it) is admitted now:
+    ``Admitted=True`` and not evicted since (pure)."""
+    conditions = {
+        c.get("type"): c.get("status")
+        for c in (workload.get("status") or {}).get("conditions") or []
+    }
+    return conditions.get("Admitted") == "True" and conditions.get("Evicted") != "True"
+
+
+def owner(obj: Any) -> str:
+    """The name of the JobSet a Workload (a dict) stands for ("" for none; pure)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "JobSet":
+            return str(ref.get("name") or "")
+    return ""
 
 
 def ended(resource: str, obj: Any) -> bool:
-    """Whether an object (as the official client returns it) has ended (pure)."""
+    """Whether an object (as the official client returns it) has ended (pure); a Workload
+    "ends" its wait when it is admitted."""
+    if resource == "workloads":
+        return admitted(obj)
     if resource == "jobsets":
         conditions = (obj.get("status") or {}).get("conditions") or []
         return any(
@@ -39,7 +67,7 @@ def ended(resource: str, obj: Any) -> bool:
 
 
 def _meta(resource: str, obj: Any) -> tuple[str, str, str]:
-    if resource == "jobsets":
+    if resource in CUSTOM:
         meta = obj.get("metadata") or {}
         return meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
     return obj.metadata.namespace, obj.metadata.name, obj.metadata.uid
@@ -48,11 +76,10 @@ def _meta(resource: str, obj: Any) -> tuple[str, str, str]:
 def _lister(resource: str, api: Any) -> Any:
     from kubernetes import client
 
-    if resource == "jobsets":
+    if resource in CUSTOM:
         custom = client.CustomObjectsApi(api)
-        return lambda **kw: custom.list_cluster_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", "jobsets", **kw
-        )
+        group, version = CUSTOM[resource]
+        return lambda **kw: custom.list_cluster_custom_object(group, version, resource, **kw)
     if resource == "jobs":
         return client.BatchV1Api(api).list_job_for_all_namespaces
     return client.CoreV1Api(api).list_pod_for_all_namespaces
@@ -71,12 +98,14 @@ def _watch(resource: str, api: Any, prefix: str, channel: Channel, seen: set[str
                     continue
                 if event["type"] != "DELETED" and ended(resource, obj):
                     seen.add(uid)
+                    more = {"owner": owner(obj)} if resource == "workloads" else {}
                     channel.emit(
                         "seen",
                         resource=resource,
                         ns=namespace,
                         name=name,
                         at=time.time(),
+                        **more,
                     )
         except Exception as error:
             channel.emit("watch-error", resource=resource, error=repr(error))
@@ -90,7 +119,7 @@ def main(spec: dict[str, Any]) -> None:
     configuration = client.Configuration()
     config.load_kube_config(spec["kubeconfig"], client_configuration=configuration)
     seen: set[str] = set()
-    for resource in ("jobsets", "jobs", "pods"):
+    for resource in spec.get("resources") or ("jobsets", "jobs", "pods"):
         api = client.ApiClient(configuration)
         threading.Thread(
             target=_watch,

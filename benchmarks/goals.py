@@ -106,6 +106,29 @@ GOALS: list[Goal] = [
         ),
     ),
     Goal(
+        "queued tasks cost no more requests per task-hour than waiting ones",
+        _family("queue: API requests per waiting task-hour"),
+        1.0,
+        relative=True,
+        why_missed=(
+            "a queued task's observer keeps the same informers as a waiting one's (the Workload "
+            "informer runs for every run of the controller backend the identity may read "
+            "Workloads for); what differs is what the watches carry while the window runs"
+        ),
+    ),
+    Goal(
+        "admission to task log p95 within 1.25x the raw-watch floor",
+        _family("queue: admission → task log p95"),
+        1.25,
+        relative=True,
+        why_missed=(
+            "the floor is a thread that only parses each Workload event; the trigger's line "
+            "comes after the shared informer's event, the store, waking the run's wait and "
+            "judging the run on an event loop that holds every waiting task, on the machine "
+            "whose load the page's header shows"
+        ),
+    ),
+    Goal(
         "native fan-out of the child Jobs no slower than the controller",
         _family("native: fan-out"),
         1.0,

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["FAMILIES", "PROFILES", "Profile"]
 
-FAMILIES = ("local", "detection", "native", "pods", "scale")
+FAMILIES = ("local", "detection", "native", "pods", "scale", "queue")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class Profile:
         starts: Process starts timed (``jobsetctl validate``, ``kubectl``).
         throughput_seconds: Seconds each validation throughput loop runs.
         imports: Import measurements (fresh interpreters) per module.
+        queued: Tasks waiting in a Kueue queue in one triggerer (queue family), and as many
+            waiting without one beside them.
+        queue_namespaces: Namespaces the queued tasks (and the waiting ones) are spread over.
+        admitted: Queued tasks admitted at once when the queue's quota is freed.
     """
 
     name: str
@@ -56,6 +60,9 @@ class Profile:
     starts: int
     throughput_seconds: float
     imports: int
+    queued: int
+    queue_namespaces: int
+    admitted: int
 
     def with_overrides(self, pairs: Iterable[str]) -> Profile:
         """This profile with ``FIELD=VALUE`` overrides (``layouts=1,10``: a tuple)."""
@@ -95,6 +102,9 @@ PROFILES = {
         starts=10,
         throughput_seconds=3.0,
         imports=5,
+        queued=1000,
+        queue_namespaces=10,
+        admitted=20,
     ),
     "smoke": Profile(
         name="smoke",
@@ -114,5 +124,8 @@ PROFILES = {
         starts=1,
         throughput_seconds=0.2,
         imports=1,
+        queued=20,
+        queue_namespaces=2,
+        admitted=4,
     ),
 }

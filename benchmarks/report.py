@@ -25,6 +25,7 @@ FAMILY_TITLES = {
     "pods": "Pod and Event watches of a big JobSet",
     "native": "Native backend",
     "local": "CLI, validation and import",
+    "queue": "Kueue queues in one triggerer",
 }
 
 
@@ -120,6 +121,25 @@ METHODS = {
         "native waiter but its watches and lists, against every request of the JobSet "
         "controller about the run's namespace (both from the audit log), over a run's life "
         "and per hour while it runs with nothing happening."
+    ),
+    "queue": (
+        "The bench devcluster runs Kueue (v0.17) for this family; the other families' JobSets "
+        "carry no queue label, so Kueue's webhooks never see them and its manager leaves them "
+        "alone. A ClusterQueue whose quota a blocker JobSet holds, and queued JobSets (one pod "
+        "requesting one CPU each) in a LocalQueue of each of their namespaces: Kueue keeps "
+        "every one queued for quota that is only in use now (a request above the maximum would "
+        "be refused at once). One process per identity holds a `JobSetTrigger` per queued task "
+        "(as `JobSetOperator(deferrable=True, queue=...)` defers), for an identity that may "
+        "list and read Workloads across namespaces (one Workload informer) and for one bound in "
+        "each namespace only (one per namespace). The anchor is the same process over as many "
+        "waiting tasks without a queue (a pod running each, as in the scale family): ours / "
+        "anchor is what queue awareness costs a waiting task. Requests, watches, connections, "
+        "RSS and CPU are measured over a steady window as the scale family does. Then the "
+        "ClusterQueue's quota grows at once and Kueue admits some of the queued runs; each is "
+        "timed from the status write that admitted its Workload (audit log) to the trigger's "
+        "progress line `admitted` (the task log's line). No `cncf.kubernetes` trigger reads "
+        "Kueue: the admission figures' anchor is the floor, an independent raw watch of "
+        "Workloads (official client)."
     ),
     "local": (
         "`jobsetctl validate FILE` as a process, against `kubectl create --dry-run=server` "

@@ -20,16 +20,14 @@ next 1,000 runs, so its burst is fresh too. A raw watch (the floor) runs through
 
 from __future__ import annotations
 
-import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import audit as A
+from benchmarks import phase
 from benchmarks.cluster import progress
 from benchmarks.context import Context, Floor
-from benchmarks.costs import Hourly, hourly
-from benchmarks.proc import Subject
+from benchmarks.costs import hourly
+from benchmarks.phase import Measured
 from benchmarks.results import Figure
 from benchmarks.runs import WaitingRun, create_waiting, finish
 from benchmarks.stats import percentile
@@ -53,48 +51,6 @@ DECISIVE = {"ours": "jobsets", "sensor": "jobsets", "kjt": "jobs", "kpt": "pods"
 SERVER_DEFAULT_WATCH = 2700.0
 
 
-def production_windows() -> dict[str, float]:
-    """How long our observer keeps each watch open in production (from the code)."""
-    from jobset_core.observe import _observer
-
-    return {"events": float(_observer.EVENT_WATCH_WINDOW), "*": float(_observer.WATCH_WINDOW)}
-
-
-@dataclass
-class Measured:
-    """What one subject cost in one phase."""
-
-    name: str
-    kind: str
-    tasks: int
-    ready_took: float = 0.0
-    ready_timed_out: bool | None = None
-    start_requests: float | None = None
-    hourly: Hourly | None = None
-    watches: dict[str, int] = field(default_factory=dict)
-    watches_per_ns_kind: int = 0
-    connections_max: int = 0
-    connections_opened_per_hour: float = 0.0
-    rss_kib_per_task: float | None = None
-    cpu_ms_per_task_hour: float | None = None
-    lag_p99: float | None = None
-    detection_ms: list[float] = field(default_factory=list)
-    fired: int = 0
-    errors: list[str] = field(default_factory=list)
-    counted_at: str = "server"
-
-
-def _client_counts(before: dict[str, Any], after: dict[str, Any]) -> Counter[tuple[str, str]]:
-    """The subject's own counts between two samples, as (verb, resource) with resource
-    unknown (``*``)."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for method, n in (after.get("requests") or {}).items():
-        delta = n - (before.get("requests") or {}).get(method, 0)
-        if delta:
-            counts[("watch" if method == "watch" else method.lower(), "*")] += delta
-    return counts
-
-
 def _phase(
     ctx: Context,
     label: str,
@@ -103,89 +59,23 @@ def _phase(
     burst: list[WaitingRun],
     floor: Floor,
 ) -> dict[str, Measured]:
-    profile = ctx.profile
-    ctx.mark_audit()
-    t_start = time.time()
-    procs: dict[str, Subject] = {}
-    for name, kind in subjects:
-        identity = ctx.identities[name]
-        extras = {"kube_config_path": str(identity.kubeconfig)}
-        spec = {
-            "kind": kind,
-            "tasks": [r.task(extras=extras) for r in runs],
-            "watch_window": profile.watch_window if kind in ("ours", "sensor") else None,
-        }
-        procs[name] = ctx.subject(f"{label}-{name}", "benchmarks.fleet", spec, identity)
-    baseline = {}
-    for name, proc in procs.items():
-        proc.wait_for("baseline", 300)
-        baseline[name] = ctx.sampler.look(proc)
-        proc.send(cmd="go")
-    ctx.sampler.add(procs.values())
-    ready = {name: proc.wait_for("ready", 900)[0] for name, proc in procs.items()}
-    time.sleep(min(10.0, profile.window / 4))
-    first = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
-    t1 = time.time()
-    # The window's ends, looked at on the spot: the sampler's once-a-second samples may leave
-    # a short window with one sample, or none, under load.
-    opening = {name: ctx.sampler.look(proc) for name, proc in procs.items()}
-    time.sleep(profile.window)
-    closing = {name: ctx.sampler.look(proc) for name, proc in procs.items()}
-    t2 = time.time()
-    second = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
+    fleets = phase.start(ctx, label, subjects, [r.task() for r in runs])
     keys = {r.key for r in burst}
     ended = finish(ctx.cluster, burst)
-    for name, proc in procs.items():
+    for name, proc in fleets.procs.items():
         try:
             proc.wait_for("fired", 180, count=len(keys), where=lambda m: m["key"] in keys)
         except RuntimeError as error:  # a trigger that never fires is a result, reported
             progress(f"WARNING {label}-{name}: not every trigger of the burst fired: {error}"[:400])
-    byes = {name: proc.stop() for name, proc in procs.items()}
+    byes = fleets.stop()
     entries = ctx.read_audit()
     writes = A.Writes(entries)
     seen = floor.seen()
     by_key = {r.key: r for r in runs}
     found: dict[str, Measured] = {}
     for name, kind in subjects:
-        user = ctx.identities[name].user
-        m = Measured(name, kind, len(runs), ready_took=float(ready[name]["took"]))
-        m.ready_timed_out = ready[name].get("timed_out")
-        m.errors = list((byes[name] or {}).get("errors", []))
-        windows = production_windows() if kind in ("ours", "sensor") else None
-        if ctx.audited:
-            start = A.requests_of(entries, user, t_start, t1)
-            steady = A.requests_of(entries, user, t1, t2)
-            streams = A.open_watches(entries, user, (t1 + t2) / 2)
-            per_ns = _watches_per_ns(entries, user, (t1 + t2) / 2)
-            m.watches = dict(streams)
-            m.watches_per_ns_kind = max(per_ns.values(), default=0)
-            m.start_requests = sum(start.values()) / len(runs)
-        else:
-            m.counted_at = "client"
-            steady = _client_counts(first[name], second[name])
-            informers = (second[name].get("observer") or {}).get("informers") or {}
-            streams = Counter({f"{k}s": v for k, v in informers.items()})
-            m.watches = dict(streams)
-            m.start_requests = float(first[name].get("requests_total", 0)) / len(runs)
-        if windows is not None:
-            windows = {**windows}
-        m.hourly = hourly(steady, t2 - t1, streams, windows)
-        inside = ctx.sampler.between(f"{label}-{name}", t1, t2)
-        samples = [s for s in (opening[name], *inside, closing[name]) if s is not None]
-        if samples:
-            m.connections_max = max(s.connections for s in samples)
-            base = baseline[name]
-            if base is not None:
-                m.rss_kib_per_task = (samples[-1].rss - base.rss) / 1024 / len(runs)
-            cpu = samples[-1].cpu - samples[0].cpu
-            span = samples[-1].t - samples[0].t
-            if span > 0:
-                m.cpu_ms_per_task_hour = cpu / span * 3600 * 1000 / len(runs)
-        opened = second[name]["connections_opened"] - first[name]["connections_opened"]
-        m.connections_opened_per_hour = opened / (t2 - t1) * 3600
-        m.lag_p99 = (second[name].get("lag") or {}).get("p99")
-        proc = procs[name]
-        for message in proc.of("fired"):
+        m = phase.cost(ctx, fleets, entries, name, kind, byes[name])
+        for message in fleets.procs[name].of("fired"):
             run = by_key.get(message["key"])
             if run is None or message["key"] not in keys:
                 continue
@@ -209,28 +99,13 @@ def _phase(
             floor_ms.append((raw_seen - decided) * 1000)
     found["floor"] = Measured("floor", "floor", len(runs), detection_ms=floor_ms)
     if ctx.audited:
+        t1, t2 = fleets.t1, fleets.t2
         user = floor.identity.user
         steady = A.requests_of(entries, user, t1, t2)
         streams = A.open_watches(entries, user, (t1 + t2) / 2)
         found["floor"].hourly = hourly(steady, t2 - t1, streams, {"*": SERVER_DEFAULT_WATCH})
         found["floor"].watches = dict(streams)
     return found
-
-
-def _watches_per_ns(
-    entries: list[A.Entry], user: str, at: float
-) -> Counter[tuple[str, str | None]]:
-    """Open watches at ``at`` by (resource, namespace) (``None``: cluster-wide)."""
-    opened: dict[str, A.Entry] = {}
-    ended: set[str] = set()
-    for entry in entries:
-        if entry.user != user or entry.verb != "watch" or entry.stamp > at:
-            continue
-        if entry.stage == "ResponseStarted":
-            opened[entry.audit_id] = entry
-        else:
-            ended.add(entry.audit_id)
-    return Counter((e.resource, e.namespace) for i, e in opened.items() if i not in ended)
 
 
 def _figures(
