@@ -12,6 +12,7 @@ include tests/cluster/cluster.mk
 help:
 	@echo "make test       lint + all tests (both environments) against the local control plane"
 	@echo "make demo       bring up the devcluster (building it if needed) and run the main job"
+	@echo "                (DEMO_QUEUE=1: through Kueue; on your cluster, DEMO_QUEUE=<LocalQueue>)"
 	@echo "make test-unit  fast tests that need no cluster"
 	@echo "make lint       ruff, mypy --strict on jobset_core, import-linter contracts"
 	@echo "make docs       build the documentation site into site/ (mkdocs --strict)"

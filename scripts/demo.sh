@@ -42,9 +42,41 @@ else
   say "using the cluster of KUBECONFIG=$KUBECONFIG"
 fi
 
+# DEMO_QUEUE: train through Kueue. On the devcluster, DEMO_QUEUE=1 makes a LocalQueue "demo"
+# of the devcluster's ClusterQueue in the namespace (removed again at the end); on another
+# cluster, DEMO_QUEUE names a LocalQueue of yours.
+made_queue=""
+case "${DEMO_QUEUE:-}" in
+  ""|0|false|no|off) ;;
+  *)
+    queue=$DEMO_QUEUE
+    if [ "$started_cluster" = 1 ] || [ -n "${JOBSET_EXAMPLES_REAL_NODE:-}" ]; then
+      queue=demo
+      "$py" - <<'PY'
+from kubernetes import client, config
+
+config.load_kube_config()
+body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "demo"}, "spec": {"clusterQueue": "devcluster-cq"}}
+try:
+    client.CustomObjectsApi().create_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "default", "localqueues", body)
+except client.ApiException as error:
+    if error.status != 409:
+        raise
+PY
+      made_queue=demo
+    fi
+    export JOBSET_EXAMPLES_QUEUE=$queue
+    say "training through the Kueue LocalQueue $queue" ;;
+esac
+
 home=$(mktemp -d -t jobset-demo-airflow-XXXXXX)
 cleanup() {
   rm -rf "$home"
+  if [ -n "$made_queue" ]; then
+    "$py" -c 'from kubernetes import client, config; config.load_kube_config(); client.CustomObjectsApi().delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues", "demo")' || true
+  fi
   if [ "$started_cluster" = 1 ]; then
     say "devcluster: stopping the cluster this demo started"
     make --no-print-directory cluster-down || true

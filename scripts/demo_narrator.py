@@ -35,7 +35,12 @@ class Recorder:
         config.load_kube_config()
         self.core, self.batch = client.CoreV1Api(), client.BatchV1Api()
         self.custom = client.CustomObjectsApi()
-        self.seen: dict[str, dict[str, Any]] = {"jobsets": {}, "jobs": {}, "pods": {}}
+        self.seen: dict[str, dict[str, Any]] = {
+            "jobsets": {},
+            "jobs": {},
+            "pods": {},
+            "workloads": {},
+        }
         self.logs: dict[str, list[str]] = {}  # pod uid -> lines
         self.stop = threading.Event()
 
@@ -91,6 +96,10 @@ class Recorder:
             ("jobs", self.batch.list_job_for_all_namespaces, CHILD_SELECTOR, {}),
             ("pods", self.core.list_pod_for_all_namespaces, CHILD_SELECTOR, {}),
         ]
+        if os.environ.get("JOBSET_EXAMPLES_QUEUE"):  # Kueue's Workloads of every job
+            workloads = {"group": "kueue.x-k8s.io", "version": "v1beta2", "plural": "workloads"}
+            fn = self.custom.list_cluster_custom_object
+            watchers.append(("workloads", fn, "kueue.x-k8s.io/job-uid", workloads))
         for kind, fn, selector, kwargs in watchers:
             threading.Thread(
                 target=self.follow, args=(kind, fn, selector), kwargs=kwargs, daemon=True
@@ -180,6 +189,34 @@ def show_jobset(rec: Recorder) -> None:
             print(f"  replicated job {rj['name']}: replicas={rj.get('replicas', 1)}")
 
 
+def show_queue(rec: Recorder) -> None:
+    """What Kueue recorded of the demo's JobSets: the queue, when it admitted them, where."""
+    uids = {js["metadata"]["uid"] for js in rec.seen["jobsets"].values()}
+    mine = [
+        w
+        for w in rec.seen["workloads"].values()
+        if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") in uids
+    ]
+    if not mine:
+        return
+    print("\n== the queue (Kueue's Workload)")
+    for workload in mine:
+        status = workload.get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        admitted = conditions.get("Admitted") or {}
+        cq = (status.get("admission") or {}).get("clusterQueue", "?")
+        print(
+            f"{workload['metadata']['name']}: LocalQueue {workload['spec'].get('queueName')} -> "
+            f"ClusterQueue {cq}, admitted at {admitted.get('lastTransitionTime', '?')}"
+        )
+        for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
+            print(f"  pod set {assignment['name']}: flavors {assignment.get('flavors')}")
+        for name in ("QuotaReserved", "Admitted", "Evicted", "Finished"):
+            if name in conditions:
+                c = conditions[name]
+                print(f"  {name}={c['status']} {c.get('reason', '')}: {c.get('message', '')}")
+
+
 def show_jobs(rec: Recorder) -> None:
     print("\n== child Jobs (one row per restart attempt)")
     rows = []
@@ -253,6 +290,7 @@ def main() -> int:
     rec.finish()
     show_training(rec)
     show_jobset(rec)
+    show_queue(rec)
     show_jobs(rec)
     show_placement(rec)
     m = show_tries(run)

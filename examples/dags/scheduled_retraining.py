@@ -46,6 +46,8 @@ IMAGE = os.environ.get("JOBSET_EXAMPLES_IMAGE", "devcluster.local/python-jax:1")
 SHARED_DIR = os.environ.get("JOBSET_EXAMPLES_SHARED_DIR", "/srv/jobset-examples")
 SHARED_PVC = os.environ.get("JOBSET_EXAMPLES_SHARED_PVC")
 REAL_NODE = os.environ.get("JOBSET_EXAMPLES_REAL_NODE") == "1"
+#: A Kueue LocalQueue to train through (``make demo DEMO_QUEUE=1``), else none.
+QUEUE = os.environ.get("JOBSET_EXAMPLES_QUEUE") or None
 STEPS = 40
 CHECKPOINT_EVERY = 10
 FAIL_AT_STEP = 25
@@ -139,7 +141,9 @@ def scheduled_retraining():
     train = JobSetOperator(
         task_id="train",
         jobset=training_jobset(),
-        timeout=timedelta(minutes=15),
+        timeout=timedelta(minutes=15),  # of training: time in a queue does not count
+        queue=QUEUE,
+        admission_timeout=timedelta(minutes=30) if QUEUE else None,
         delete_policy="always",
     )
 
