@@ -79,17 +79,30 @@ step "Airflow matrix (older minors): started, beside the steps below"
 MATRIX_CLUSTER=lowest scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
 matrix_pid=$!
 
+# The release (a wheel and an sdist built, installed from PyPI into fresh environments: mostly
+# downloads and unpacking) and the benchmarks' charts run beside the KFP side and the docs site
+# too, in the docs environment; their output is shown once they are done.
+step "release and the benchmarks' charts (docs environment): started, beside the steps below"
+scripts/venv.sh docs || status=1  # here, before the docs site needs it too
+(
+  rc=0
+  for suite in tests/release tests/bench; do
+    echo "=== pytest, docs side: $suite ==="
+    .venv/docs/bin/python -m pytest -p no:cacheprovider --durations=15 \
+      --basetemp="$logs/tmp-docs-$(basename "$suite")" "$suite" || rc=1
+  done
+  exit $rc
+) > "$logs/pytest-docs.log" 2>&1 &
+docs_side_pid=$!
+
 run_pytest kfp "${kfp_select[@]}" tests/kfp tests/core tests/docs
 
 step "docs site (mkdocs build --strict)"
 make --no-print-directory docs || status=1
 
-step "release: build, install the wheel from Airflow's constraints, the launcher's contents"
-scripts/venv.sh docs || status=1
-run_pytest docs tests/release
-
-step "benchmarks' charts (docs environment: matplotlib)"
-run_pytest docs tests/bench
+step "release: build, install the wheel from Airflow's constraints, the launcher's contents; charts"
+wait "$docs_side_pid" || status=1
+cat "$logs/pytest-docs.log"
 
 step "Airflow matrix (older minors)"
 wait "$matrix_pid" || status=1
