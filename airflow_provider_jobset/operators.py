@@ -22,7 +22,6 @@ import datetime as _dt
 import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_jobset._arguments import CONNECTION_FIELDS, check_rendered
@@ -40,6 +39,8 @@ from airflow_provider_jobset._request import (
     operator_request,
     task_defaults,
 )
+from airflow_provider_jobset._state import FINAL, STATE_KEY, record
+from airflow_provider_jobset._state import earlier as previous
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
@@ -62,7 +63,6 @@ from jobset_core.lifecycle import (
     error_for,
 )
 from jobset_core.models import JobSet, dump_yaml, load_jobset
-from jobset_core.outcome import Backend
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Lifecycle
@@ -71,13 +71,9 @@ __all__ = ["JobSetOperator", "JobSetRetriesWarning", "default_retry_policy"]
 
 T = TypeVar("T")
 
-#: Task state store key of the JobSet a task instance runs (Airflow 3.3+).
-STATE_KEY = "jobset"
 XCOM_OUTCOME = "jobset_outcome"
 XCOM_BACKEND = "jobset_backend"
 _DEFER_GRACE = _dt.timedelta(seconds=60)
-#: Verdicts after which nothing more will happen to the run.
-_FINAL = ("completed", "failed", "refused")
 
 
 class JobSetOperator(BaseOperator):
@@ -317,7 +313,7 @@ class JobSetOperator(BaseOperator):
             context["ti"].xcom_push(
                 key=XCOM_OUTCOME, value=outcome.model_dump(mode="json", exclude={"result"})
             )
-        if verdict.kind in _FINAL:  # nothing more will happen: kept for a killed try's next
+        if verdict.kind in FINAL:  # nothing more will happen: kept for a killed try's next
             store = task_state_store(context)
             self._store(store, run_handle(verdict), finished=True, verdict=verdict)
 
@@ -333,7 +329,7 @@ class JobSetOperator(BaseOperator):
         namespace = self.namespace or self._spec_namespace() or self.hook.default_namespace()
         store = task_state_store(context)
         request = self.build_request(identity, namespace)
-        earlier = self._record(store, request.run_name)
+        earlier = previous(store.get(STATE_KEY) if store is not None else None, request.run_name)
         if earlier.verdict is not None and earlier.handle is not None:
             return self._conclude_earlier(context, request, earlier.handle, earlier.verdict)
         stale = earlier.stale
@@ -403,26 +399,6 @@ class JobSetOperator(BaseOperator):
         except (SpecError, OSError, ValueError):
             return None
 
-    def _record(self, store: Any, name: str) -> Earlier:
-        """What the task state store says of an earlier try of this task instance.
-
-        A try that concluded (it returned the run's result, or failed with its verdict) leaves
-        a finished run: a new try (a cleared task) deletes it and starts afresh. A try that got
-        its final verdict but was killed before it concluded leaves that verdict: the next try
-        concludes from it (the delete policy, the result) instead of running the whole job
-        again. A try that got no final verdict leaves the UID of the run to reattach to.
-        """
-        record = store.get(STATE_KEY) if store is not None else None
-        if not isinstance(record, dict) or record.get("name") != name or not name:
-            return Earlier()
-        kind: Backend = "native" if record.get("backend") == "native" else "controller"
-        handle = Handle(record["name"], record["namespace"], record.get("uid", ""), kind)
-        if record.get("finished") and record.get("concluded"):
-            return Earlier(stale=handle)
-        if record.get("finished") and isinstance(record.get("verdict"), dict):
-            return Earlier(verdict=Verdict.model_validate(record["verdict"]), handle=handle)
-        return Earlier(adopt_uid=record.get("uid") or None)
-
     def _submitted(self, context: Any, store: Any, submission: Submission) -> None:
         handle = submission.handle
         self._handle = handle
@@ -445,30 +421,9 @@ class JobSetOperator(BaseOperator):
         ti.xcom_push(key=XCOM_BACKEND, value=handle.backend)
         self._store(store, handle, finished=False)
 
-    def _store(
-        self,
-        store: Any,
-        handle: Handle,
-        *,
-        finished: bool,
-        concluded: bool = False,
-        verdict: Verdict | None = None,
-    ) -> None:
-        if store is None:
-            return
-        record: dict[str, Any] = {
-            "name": handle.name,
-            "namespace": handle.namespace,
-            "uid": handle.uid,
-            "backend": handle.backend,
-        }
-        if finished:
-            record["finished"] = True
-        if concluded:
-            record["concluded"] = True
-        if verdict is not None:
-            record["verdict"] = verdict.to_payload()
-        store.set(STATE_KEY, record)
+    def _store(self, store: Any, handle: Handle, **marks: Any) -> None:
+        if store is not None:
+            store.set(STATE_KEY, record(handle, **marks))
 
     def _defer(self, started: Started) -> None:
         from airflow_provider_jobset.triggers import JobSetTrigger
@@ -520,7 +475,7 @@ class JobSetOperator(BaseOperator):
 
     def _conclude(self, context: Any, finished: Finished) -> Any:
         verdict = finished.verdict
-        if verdict.kind in _FINAL:  # this try ends with it
+        if verdict.kind in FINAL:  # this try ends with it
             store = task_state_store(context)
             self._store(store, run_handle(verdict), finished=True, concluded=True)
         outcome = verdict.outcome
@@ -573,23 +528,6 @@ class JobSetOperator(BaseOperator):
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
-
-
-@dataclass(frozen=True)
-class Earlier:
-    """What an earlier try of the task instance left (:meth:`JobSetOperator._record`).
-
-    Attributes:
-        adopt_uid: The run to reattach to (it had no final verdict yet).
-        stale: A concluded try's run: deleted before this try starts afresh.
-        verdict: The final verdict of a try killed before it concluded.
-        handle: The run that verdict is about.
-    """
-
-    adopt_uid: str | None = None
-    stale: Handle | None = None
-    verdict: Verdict | None = None
-    handle: Handle | None = None
 
 
 def run_handle(verdict: Verdict) -> Handle:
