@@ -197,6 +197,11 @@ class Informer:
                 log.info("watch of %s: %s; again in %.1fs", self.source.label, error, delay)
                 await asyncio.sleep(delay)
 
+    def refuse(self, error: JobSetError) -> None:
+        """Stop for good before the first request, with a failure the observer knows already
+        for this kind and namespace (a 403 or 404 a moment ago): as if the list had failed."""
+        self._fail(error)
+
     def _fail(self, error: JobSetError) -> None:
         self.problem = error
         # A cluster without Kueue serves no Workloads (404), and an identity may not read

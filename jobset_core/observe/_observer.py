@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobset_core import labels as L
-from jobset_core.errors import Forbidden, JobSetError
+from jobset_core.errors import Forbidden, JobSetError, NotFound
 from jobset_core.observe._informer import Informer, Source
 from jobset_core.observe._store import Observation, Stores
 from jobset_core.observe._views import Kind, RunKey
@@ -75,6 +75,11 @@ WATCH_WINDOW = 600
 #: Events are not in the API server's watch cache: their watches get no bookmarks, so a quiet
 #: one must end (server side) before the client's silence limit calls it dead.
 EVENT_WATCH_WINDOW = 120
+#: Seconds a refusal that retrying cannot fix (403 on a kind in a namespace, 404 for an API
+#: that is not served) is remembered once no run holds its informer: runs that come one after
+#: the other in a namespace ask once in that time, not once each. A Role granted meanwhile is
+#: seen when it runs out.
+REFUSAL_MEMORY = 300.0
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,8 @@ class Observer:
         self._cluster_wide: dict[Kind, bool] = {}
         self._deciding = asyncio.Lock()
         self._noted: set[Source] = set()
+        #: Refusals that retrying cannot fix, by (kind, namespace): when, and what.
+        self._refused: dict[tuple[Kind, str | None], tuple[float, JobSetError]] = {}
 
     # ------------------------------------------------------------------ tracking
 
@@ -251,7 +258,11 @@ class Observer:
                     page_size=self._page_size,
                     since=target.since,
                 )
-                informer.start()
+                known = self._known_refusal(source)
+                if known is not None:
+                    informer.refuse(known)
+                else:
+                    informer.start()
             elif informer.problem is None and (informer.synced.is_set() or informer.since):
                 # Its first list is over (or it never lists): this run's older objects were
                 # dropped or never seen; list them once.
@@ -264,10 +275,10 @@ class Observer:
 
     async def _seed(self, informer: Informer, kind: Kind, target: Target) -> None:
         label, field = _run_selectors(kind, target.name, target.uid)
-        if kind is Kind.EVENT:
-            field = f"involvedObject.name={target.name},{_WARNINGS}"
+        fields = _event_lists(target.name) if kind is Kind.EVENT else (field,)
         try:
-            await informer.seed(target.key, label, field)
+            for field in fields:
+                await informer.seed(target.key, label, field)
         except JobSetError as error:  # the informer's own list will catch up
             log.info("seeding %s for %s/%s: %s", kind.value, *target.key, error)
 
@@ -282,9 +293,31 @@ class Observer:
             informer.holders -= 1
             if informer.holders <= 0:
                 self._informers.pop(informer.source, None)
+                self._remember_refusal(informer)
                 stopping.append(informer.stop())
         if stopping:
             await asyncio.gather(*stopping)
+
+    def _remember_refusal(self, informer: Informer) -> None:
+        problem = informer.problem
+        if isinstance(problem, (Forbidden, NotFound)):
+            where = (informer.source.kind, informer.source.namespace)
+            self._refused[where] = (time.monotonic(), problem)
+
+    def _known_refusal(self, source: Source) -> JobSetError | None:
+        """A refusal of ``source``'s kind in its namespace (or, for a 404, anywhere) the
+        observer met within :data:`REFUSAL_MEMORY`."""
+        now = time.monotonic()
+        for where in ((source.kind, source.namespace), (source.kind, None)):
+            found = self._refused.get(where)
+            if found is None:
+                continue
+            at, problem = found
+            if now - at > REFUSAL_MEMORY:
+                del self._refused[where]
+            elif where[1] == source.namespace or isinstance(problem, NotFound):
+                return problem
+        return None
 
     def wake(self, keys: Iterable[RunKey]) -> None:
         """Wake the waiters of these runs."""
@@ -318,15 +351,17 @@ class Observer:
         forbidden: set[Kind] = set()
         for kind in target.kinds:
             label, field = _run_selectors(kind, target.name, target.uid)
-            if kind is Kind.EVENT:
-                field = f"involvedObject.name={target.name},{_WARNINGS}"
+            fields = _event_lists(target.name) if kind is Kind.EVENT else (field,)
             try:
-                page = await self.client.list(
-                    kind.resource,
-                    namespace=target.namespace,
-                    label_selector=label,
-                    field_selector=field,
-                )
+                pages = [
+                    await self.client.list(
+                        kind.resource,
+                        namespace=target.namespace,
+                        label_selector=label,
+                        field_selector=field,
+                    )
+                    for field in fields
+                ]
             except JobSetError as error:
                 if kind not in _OPTIONAL:
                     raise
@@ -334,7 +369,8 @@ class Observer:
                     forbidden.add(kind)
                 stores.mark_synced(kind, [target.key])
                 continue
-            stores.relist(kind, page.items, page.resource_version, [target.key])
+            for page in pages:
+                stores.relist(kind, page.items, page.resource_version, [target.key])
         run = stores.tracked(target.key)
         seen = run.observation() if run is not None else Observation(target.key)
         return dataclasses.replace(seen, forbidden=frozenset(forbidden))
@@ -416,6 +452,17 @@ def _shared_label(kind: Kind) -> str | None:
     if kind is Kind.WORKLOAD:
         return _WORKLOADS
     return None
+
+
+def _event_lists(name: str) -> tuple[str, str]:
+    """The field selectors of a run's Warning Events listed once (a one-off look, a run that
+    joins a running informer): those about its JobSet or anchor, and the Job controller's
+    refusals to create pods (about its Jobs, whose names are not the run's: every such Event
+    of the namespace is listed, the stores keep those of the run's Jobs)."""
+    return (
+        f"involvedObject.name={name},{_WARNINGS}",
+        f"involvedObject.kind=Job,reason=FailedCreate,{_WARNINGS}",
+    )
 
 
 def _run_selectors(kind: Kind, name: str, uid: str = "") -> tuple[str | None, str | None]:

@@ -1,0 +1,96 @@
+"""Refusals that retrying cannot fix are asked once, not once a run: an identity that may not
+read Kueue's Workloads (the optional Role not bound) tracks runs one after the other in a
+namespace, as a long-lived triggerer does for tasks that come and go; the first run's list of
+Workloads is refused (403) and the next runs reuse that answer instead of asking again.
+
+Found by the benchmark's scale family: 40 refused Workload lists at start for 330 tasks in
+10 namespaces (four a namespace), as runs left and joined."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from jobset_core.client import Client, ClientSettings
+from jobset_core.errors import Forbidden
+from jobset_core.observe import Kind, Observer, Target
+from jobset_core.observe import _observer as observer_module
+from tests.cluster.bodies import jobset, replicated_job
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
+
+RUNS = 3
+
+
+class Counting:
+    """Counts the lists the client sends, by resource (every call still reaches the server)."""
+
+    def __init__(self, client: Client) -> None:
+        self.lists: Counter[str] = Counter()
+        real = client.list
+
+        async def counted(resource: Any, **kwargs: Any) -> Any:
+            self.lists[resource.plural] += 1
+            return await real(resource, **kwargs)
+
+        client.list = counted  # type: ignore[method-assign]
+
+
+async def track_one_after_the_other(observer: Observer, namespace: str) -> list[Any]:
+    problems = []
+    for i in range(RUNS):
+        target = Target("controller", namespace, f"run-{i}")
+        async with observer.track(target) as tracked:
+            while not tracked.observation().synced:
+                await tracked.changed(1.0)
+            problems.append(observer.informer_problem(Kind.WORKLOAD, target))
+    return problems
+
+
+@pytest.mark.parametrize("scope", ["namespace", "run"])
+async def test_a_refused_kind_is_asked_once_for_runs_one_after_the_other(
+    devcluster: Any, cluster_namespace: str, tmp_path: Any, scope: str
+) -> None:
+    from tests.cluster.identities import least_privilege
+
+    ns = cluster_namespace
+    roles = ["jobset-airflow-triggerer-controller"]  # not the Kueue reader
+    who = least_privilege(devcluster, ns, tmp_path, "no-workloads", roles, ttl=600)
+    for i in range(RUNS):
+        devcluster.create_jobset(ns, jobset(f"run-{i}", replicated_job("w"), suspend=True))
+    client = Client(ClientSettings(kubeconfig_path=str(who.kubeconfig)))
+    async with client:
+        counting = Counting(client)
+        observer = Observer(client, scope=scope)  # type: ignore[arg-type]
+        try:
+            problems = await track_one_after_the_other(observer, ns)
+        finally:
+            await observer.aclose()
+    assert all(isinstance(p, Forbidden) for p in problems), problems
+    assert counting.lists["workloads"] == 1, counting.lists
+    assert counting.lists["jobsets"] == RUNS, counting.lists  # the others are asked each time
+
+
+async def test_a_refusal_is_asked_again_once_remembered_long_enough(
+    devcluster: Any, cluster_namespace: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Role bound meanwhile is seen: the memory runs out (shortened here to none)."""
+    from tests.cluster.identities import least_privilege
+
+    ns = cluster_namespace
+    roles = ["jobset-airflow-triggerer-controller"]
+    who = least_privilege(devcluster, ns, tmp_path, "no-workloads", roles, ttl=600)
+    for i in range(RUNS):
+        devcluster.create_jobset(ns, jobset(f"run-{i}", replicated_job("w"), suspend=True))
+    monkeypatch.setattr(observer_module, "REFUSAL_MEMORY", 0.0)
+    client = Client(ClientSettings(kubeconfig_path=str(who.kubeconfig)))
+    async with client:
+        counting = Counting(client)
+        observer = Observer(client, scope="namespace")
+        try:
+            await track_one_after_the_other(observer, ns)
+        finally:
+            await observer.aclose()
+    assert counting.lists["workloads"] == RUNS, counting.lists
