@@ -14,6 +14,7 @@ exit of a KFP step); the core never exits the process and never raises framework
     ├── RunEnded             how a wait ended when it did not complete (carries the Verdict)
     │   ├── JobSetFailed     the JobSet reached ``Failed`` (FailJobSet, ReachedMaxRestarts...)
     │   │   ├── PodsCannotStart  its pods cannot start (wrong image, missing Secret, crash loop)
+    │   │   │   └── PodsRefused  the API server refuses to create them (Pod Security, quota...)
     │   │   └── QueueRefused     its queue will not run it (deactivated, never fits, no queue)
     │   ├── JobSetRestarting the JobSet restarted and the caller asked to be told
     │   ├── JobSetPreempted  its queue preempted it and the caller asked to be told
@@ -65,6 +66,7 @@ __all__ = [
     "NotAnAnchor",
     "NotFound",
     "PodsCannotStart",
+    "PodsRefused",
     "Problem",
     "QueueRefused",
     "RunEnded",
@@ -219,6 +221,21 @@ class PodsCannotStart(JobSetFailed):
     A :class:`JobSetFailed` (never retried), although the JobSet itself is not ``Failed``:
     its outcome reason is :data:`~jobset_core.outcome.PODS_CANNOT_START`, and the message
     names the pod, the container, the reason and message, and the pod's last Events.
+    """
+
+
+class PodsRefused(PodsCannotStart):
+    """The API server refuses to create the run's pods: the Job controller's ``FailedCreate``
+    Events on a child Job say that an admission step refused them (Pod Security, a
+    ResourceQuota or LimitRange, a missing ServiceAccount, a webhook or admission policy, a
+    pod the server finds invalid), so no pod will ever start
+    (:mod:`jobset_core.policy.pod_create`). Fails at once, except a quota the pod fits but the
+    namespace's current use does not, which may pass within a short grace period.
+
+    A :class:`PodsCannotStart` (so a :class:`JobSetFailed`: never retried, the same input meets
+    the same policy); the verdict's reason is
+    :data:`~jobset_core.policy.pod_create.PODS_REFUSED`, and its message names the Job, who
+    refused its pods, and the server's words.
     """
 
 

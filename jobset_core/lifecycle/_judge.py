@@ -27,8 +27,15 @@ from jobset_core.models.jobset import JOB_FAILURE_REASONS
 from jobset_core.observe import Kind, Observation
 from jobset_core.outcome import PODS_CANNOT_START, Outcome, Phase, Progress, result_problem
 from jobset_core.policy import outcome as rules
+from jobset_core.policy.pod_create import (
+    PODS_REFUSED,
+    PodCreateCheck,
+    PodRefusal,
+    check_pod_creates,
+    describe_refusal,
+    describe_refused,
+)
 from jobset_core.policy.pod_start import (
-    PodStartCheck,
     PodStartRules,
     SeenKey,
     StartProblem,
@@ -157,6 +164,14 @@ def _remember_failures(observation: Observation, failures: dict[str, str]) -> No
             failures[str(job["metadata"].get("name"))] = failure
 
 
+def _failed(outcome: Outcome, reason: str, message: str, check: Any) -> Outcome:
+    """The outcome of a run whose pods cannot be created or cannot start: failed, although
+    its JobSet is not; the first Job (or pod's Job) named."""
+    update = {"phase": Phase.FAILED, "terminal_state": "Failed", "reason": reason}
+    update |= {"message": message, "failed_job": check.failed[0].job}
+    return outcome.model_copy(update=update)
+
+
 class Judge:
     """Judges successive observations of one run.
 
@@ -174,6 +189,7 @@ class Judge:
         self._last_restarts: int | None = None
         self._last: Outcome | None = None
         self._seen: Mapping[SeenKey, float] = {}
+        self._refused_seen: Mapping[str, float] = {}
         self._noticed: set[tuple[str, str | None, str]] = set()
         self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
         #: The pod (and container) whose start failure gave the verdict, once it did.
@@ -458,8 +474,17 @@ class Judge:
     def _judge_pods(
         self, observation: Observation, outcome: Outcome, progress: Progress | None, now: float
     ) -> Step:
-        """Pods of the current attempt that cannot start: a notice for each new one, and the
-        verdict once one is past its rule."""
+        """Pods of the current attempt that cannot be created or cannot start: a notice for
+        each new one, and the verdict once one is past its rule (a refusal first)."""
+        refused = check_pod_creates(
+            observation.jobs,
+            observation.pods,
+            observation.events,
+            now=now,
+            attempt=outcome.restarts,
+            seen=self._refused_seen,
+        )
+        self._refused_seen = refused.seen
         check = check_pod_starts(
             observation.pods,
             observation.events,
@@ -469,42 +494,46 @@ class Judge:
             seen=self._seen,
         )
         self._seen = check.seen
-        notices = self._notices(check, outcome, now)
+        notices = self._notices(check.problems, refused, outcome, now)
+        if refused.failed:
+            failed = _failed(outcome, PODS_REFUSED, describe_refused(refused, now=now), refused)
+            verdict = self.verdict("failed", failed, PODS_REFUSED, self._end(failed))
+            return Step(progress, verdict, notices)
         if not check.failed:
-            return Step(progress, notices=notices, recheck_at=check.recheck_at)
+            rechecks = [t for t in (check.recheck_at, refused.recheck_at) if t is not None]
+            return Step(progress, notices=notices, recheck_at=min(rechecks, default=None))
         self.start_failure = check.failed[0]
-        message = describe_failure(check, now=now)
-        failed = outcome.model_copy(
-            update={
-                "phase": Phase.FAILED,
-                "terminal_state": "Failed",
-                "reason": PODS_CANNOT_START,
-                "message": message,
-                "failed_job": check.failed[0].job,
-            }
-        )
+        failed = _failed(outcome, PODS_CANNOT_START, describe_failure(check, now=now), check)
         verdict = self.verdict("failed", failed, PODS_CANNOT_START, self._end(failed))
         return Step(progress, verdict, notices)
 
-    def _notices(self, check: PodStartCheck, outcome: Outcome, now: float) -> tuple[Progress, ...]:
-        current = {p.key for p in check.problems}
+    def _notices(
+        self,
+        problems: tuple[StartProblem, ...],
+        refused: PodCreateCheck,
+        outcome: Outcome,
+        now: float,
+    ) -> tuple[Progress, ...]:
+        current = {p.key for p in problems} | {r.key for r in refused.refusals}
         self._noticed &= current  # a pod that recovered is told about again if it relapses
         out: list[Progress] = []
-        for problem in check.problems:
+        told: tuple[PodRefusal | StartProblem, ...] = (*refused.refusals, *problems)
+        for problem in told:
             if problem.key in self._noticed or problem.due <= now:
                 continue
             self._noticed.add(problem.key)
-            left = problem.due - now
+            left = round(problem.due - now)
+            if isinstance(problem, StartProblem):
+                text, unless = describe_problem(problem, now=now), "it starts"
+            else:
+                text, unless = describe_refusal(problem, now=now), "its pods are created"
             out.append(
                 Progress(
                     kind="cannot-start",
                     phase=outcome.phase,
                     restarts=outcome.restarts,
                     reason=problem.reason,
-                    message=(
-                        f"{describe_problem(problem, now=now)}; the run fails in "
-                        f"{round(left):d}s unless it starts"
-                    ),
+                    message=f"{text}; the run fails in {left:d}s unless {unless}",
                 )
             )
         return tuple(out)

@@ -22,11 +22,13 @@ from jobset_core.errors import (
     JobSetPreempted,
     JobSetRestarting,
     PodsCannotStart,
+    PodsRefused,
     QueueRefused,
     RunEnded,
     WaitTimeout,
 )
 from jobset_core.outcome import PODS_CANNOT_START, Backend, Outcome
+from jobset_core.policy.pod_create import PODS_REFUSED
 from jobset_core.policy.queue import ADMISSION_TIMEOUT, Queue
 
 __all__ = [
@@ -41,7 +43,8 @@ __all__ = [
 #: How a wait ended:
 #:
 #: * ``completed`` / ``failed``: the JobSet reached that terminal state (``failed`` also when
-#:   its pods cannot start: reason :data:`~jobset_core.outcome.PODS_CANNOT_START`);
+#:   its pods cannot start: reason :data:`~jobset_core.outcome.PODS_CANNOT_START`, or the API
+#:   server refuses to create them: reason :data:`~jobset_core.policy.pod_create.PODS_REFUSED`);
 #: * ``restarting``: it restarted and the waiter asked to hand restarts back;
 #: * ``reached``: it reached a phase the waiter asked for (sensors);
 #: * ``timeout``: the deadline passed first (reason ``AdmissionTimeout``: the wait for a
@@ -133,9 +136,10 @@ class Verdict(BaseModel):
 
     @property
     def pods_cannot_start(self) -> bool:
-        """Whether the run failed because its pods cannot start (the JobSet itself did not
-        reach ``Failed``: it holds no result, and upstream has nothing more to do with it)."""
-        return self.kind == "failed" and self.reason == PODS_CANNOT_START
+        """Whether the run failed because its pods cannot start, or cannot even be created
+        (the JobSet itself did not reach ``Failed``: it holds no result, and upstream has
+        nothing more to do with it)."""
+        return self.kind == "failed" and self.reason in (PODS_CANNOT_START, PODS_REFUSED)
 
     @property
     def result(self) -> Any:
@@ -150,7 +154,8 @@ class Verdict(BaseModel):
 def error_for(verdict: Verdict) -> RunEnded | None:
     """The core's error for a verdict that is not :attr:`Verdict.ok` (``None`` when it is)."""
     if verdict.pods_cannot_start:
-        return PodsCannotStart(verdict)
+        refused = verdict.reason == PODS_REFUSED
+        return PodsRefused(verdict) if refused else PodsCannotStart(verdict)
     if verdict.kind == "timeout" and verdict.reason == ADMISSION_TIMEOUT:
         return AdmissionTimeout(verdict)
     cls = _ERRORS.get(verdict.kind)
