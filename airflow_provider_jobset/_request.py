@@ -141,6 +141,11 @@ def default_retry_policy() -> Any:
                 reason="the JobSet's queue will not run it: a new try would meet the same queue",
             ),
             RetryRule(
+                exception="jobset_core.errors.PodsRefused",
+                action=RetryAction.FAIL,
+                reason="the cluster refuses the JobSet's pods: a new try meets the same policy",
+            ),
+            RetryRule(
                 exception="jobset_core.errors.PodsCannotStart",
                 action=RetryAction.FAIL,
                 reason="the JobSet's pods cannot start: a new try would meet the same problem",

@@ -23,6 +23,10 @@ error                        when                                          retri
 ``PodsCannotStart``          its pods cannot start (wrong image, missing   never (wrapped)
                              Secret, unschedulable, crash loop): a
                              ``JobSetFailed``, reason ``PodsCannotStart``
+``PodsRefused``              the API server refuses to create its pods     never (wrapped)
+                             (Pod Security, a quota, a LimitRange, a
+                             missing ServiceAccount, a webhook): a
+                             ``PodsCannotStart``, reason ``PodsRefused``
 ``QueueRefused``             its queue will not run it (a deactivated      never (wrapped)
                              Workload, a request no quota can hold, a
                              missing LocalQueue; a ``JobSetFailed``)
@@ -42,6 +46,7 @@ from jobset_core.errors import (
     JobSetPreempted,
     JobSetRestarting,
     PodsCannotStart,
+    PodsRefused,
     QueueRefused,
     SpecError,
     WaitTimeout,
@@ -57,6 +62,7 @@ __all__ = [
     "JobSetPreempted",
     "JobSetRestarting",
     "PodsCannotStart",
+    "PodsRefused",
     "QueueRefused",
     "SpecError",
     "WaitTimeout",
@@ -64,7 +70,7 @@ __all__ = [
 
 #: Errors the operator wraps in ``AirflowFailException``: no retry can help.
 NEVER_RETRIED: tuple[type[Exception], ...] = (
-    JobSetFailed,  # PodsCannotStart and QueueRefused with it: a new try would meet the same
+    JobSetFailed,  # PodsCannotStart (PodsRefused), QueueRefused: a new try meets the same
     SpecError,
     IdentityMismatch,
 )
