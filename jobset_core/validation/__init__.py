@@ -47,10 +47,11 @@ Where a rule rejects what the API server accepts, it is listed in
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import Problem, SpecError
-from jobset_core.models import JobSet, load_jobset
+from jobset_core.models import JobSet, ReplicatedJob, load_jobset
 from jobset_core.naming import ensure_namespace
 from jobset_core.validation import _job, _jobset, _k8s_schema, _pod
 from jobset_core.validation._common import Collector, as_map, as_str, sort_problems
@@ -97,6 +98,7 @@ def validate(
     _pod.check_metadata(out, jobset.metadata.to_dict(), ("metadata",))
     _jobset.check_jobset(out, defaulted, gates)
     claims = _claim_names(defaulted)
+    added_by_controller = _controller_annotations(defaulted)
     for index, (raw, rjob) in enumerate(
         zip(jobset.replicated_jobs, defaulted.replicated_jobs, strict=True)
     ):
@@ -109,7 +111,7 @@ def validate(
                 allow_unknown_fields=allow_unknown_fields,
             )
         )
-        added = _controller_annotations(defaulted, index)
+        added = added_by_controller[index]
         if rjob.template.metadata is not None:
             _pod.check_metadata(
                 out, rjob.template.metadata.to_dict(), (*loc, "metadata"), added=added
@@ -194,15 +196,84 @@ def _model_problems(jobset: JobSet, allow_unknown_fields: bool) -> list[Problem]
 _UID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 
 
-def _controller_annotations(defaulted: JobSet, index: int) -> dict[str, str]:
-    """The annotations the controller adds to the Jobs (and pod templates) of replicated job
-    ``index`` at their first creation, for its last Job (the longest values)."""
+def _controller_annotations(defaulted: JobSet) -> list[dict[str, str]]:
+    """The annotations the controller adds to the Jobs (and pod templates) of each replicated
+    job at their first creation, for its last Job (the longest values), in one pass.
+
+    :func:`jobset_core.render.identity` sums the replicas of every replicated job (the global
+    and group counts and offsets), so calling it on the JobSet for each replicated job costs
+    time quadratic in their number. It is called here on a JobSet of five replicated jobs with
+    the same sums instead: padding of this job's group and of another group, before and after
+    it (:func:`_same_sums`).
+    """
     from jobset_core.render import exclusive_annotations, identity
 
-    rjob = defaulted.replicated_jobs[index]
-    last = max((rjob.replicas if rjob.replicas is not None else 1) - 1, 0)
-    found = identity(defaulted, index, last, "default", uid=_UID_PLACEHOLDER, restart_attempt=0)
-    return {**dict(found.values), **exclusive_annotations(defaulted, rjob)}
+    rjobs = defaulted.replicated_jobs
+    replicas = [_replicas(rjob) for rjob in rjobs]
+    groups = [_group(rjob) for rjob in rjobs]
+    group_totals: dict[str, int] = {}
+    for group, count in zip(groups, replicas, strict=True):
+        group_totals[group] = group_totals.get(group, 0) + count
+    total = sum(replicas)
+    group_offsets: dict[str, int] = {}
+    offset = 0
+    out: list[dict[str, str]] = []
+    for rjob, group, count in zip(rjobs, groups, replicas, strict=True):
+        group_offset = group_offsets.get(group, 0)
+        sums = _Sums(offset, group_offset, total, group_totals[group])
+        last = max(_replicas(rjob) - 1, 0)
+        found = identity(
+            _same_sums(defaulted, rjob, sums),
+            2,
+            last,
+            "default",
+            uid=_UID_PLACEHOLDER,
+            restart_attempt=0,
+        )
+        out.append({**dict(found.values), **exclusive_annotations(defaulted, rjob)})
+        offset += count
+        group_offsets[group] = group_offset + count
+    return out
+
+
+class _Sums(NamedTuple):
+    """Replicas before a replicated job (all, its group's) and in total (all, its group's)."""
+
+    offset: int
+    group_offset: int
+    total: int
+    group_total: int
+
+
+def _same_sums(defaulted: JobSet, rjob: ReplicatedJob, sums: _Sums) -> JobSet:
+    """A JobSet whose replicated job 2 is ``rjob`` with the replicas before and around it that
+    ``sums`` gives: ``[its group, another group, rjob, its group, another group]``."""
+    group = _group(rjob)
+    other = f"{group}-other"
+    pads = (
+        (group, sums.group_offset),
+        (other, sums.offset - sums.group_offset),
+        (group, sums.group_total - sums.group_offset - _replicas(rjob)),
+        (other, (sums.total - sums.offset) - (sums.group_total - sums.group_offset)),
+    )
+    padding = [
+        ReplicatedJob.model_construct(
+            name=f"pad-{i}", replicas=count, group_name=name, template=rjob.template
+        )
+        for i, (name, count) in enumerate(pads)
+    ]
+    spec = defaulted.spec.model_copy(
+        update={"replicated_jobs": [padding[0], padding[1], rjob, padding[2], padding[3]]}
+    )
+    return defaulted.model_copy(update={"spec": spec})
+
+
+def _replicas(rjob: ReplicatedJob) -> int:
+    return rjob.replicas if rjob.replicas is not None else 1
+
+
+def _group(rjob: ReplicatedJob) -> str:
+    return rjob.group_name if rjob.group_name is not None else "default"
 
 
 def _claim_names(jobset: JobSet) -> set[str]:

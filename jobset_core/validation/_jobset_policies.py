@@ -10,7 +10,8 @@ mirrored: the comparison with an already existing PersistentVolumeClaim (needs t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import NamedTuple
 
 from jobset_core.labels import COORDINATOR
 from jobset_core.models import JobSet
@@ -35,7 +36,7 @@ _RULE_NAME_RE = re.compile("[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 
 
 def check_failure_policy(
-    out: Collector, js: JobSet, names: list[str], gates: Mapping[str, bool]
+    out: Collector, js: JobSet, names: Collection[str], gates: Mapping[str, bool]
 ) -> None:
     policy = js.spec.failure_policy
     if policy is None:
@@ -177,6 +178,7 @@ def check_volume_claim_policies(out: Collector, js: JobSet) -> None:
             "volume-claim-max-items",
         )
     seen: set[str] = set()
+    found = _pod_volumes(js) if policies else _PodVolumes({}, set())
     for policy_index, policy in enumerate(policies):
         templates = policy.templates or []
         ploc: Loc = ("spec", "volumeClaimPolicies", policy_index, "templates")
@@ -197,7 +199,7 @@ def check_volume_claim_policies(out: Collector, js: JobSet) -> None:
         for index, template in enumerate(templates):
             meta = as_map(as_map(template).get("metadata"))
             name = as_str(meta.get("name")) or ""
-            _check_claim(out, js, name, (*ploc, index, "metadata"), seen)
+            _check_claim(out, js, name, (*ploc, index, "metadata"), (seen, found))
             if meta.get("namespace"):
                 out.add(
                     (*ploc, index, "metadata", "namespace"),
@@ -207,38 +209,51 @@ def check_volume_claim_policies(out: Collector, js: JobSet) -> None:
             seen.add(name)
 
 
-def _check_claim(out: Collector, js: JobSet, name: str, loc: Loc, seen: set[str]) -> None:
+class _PodVolumes(NamedTuple):
+    """The pod templates' volumes (each name's paths) and the names their mounts give."""
+
+    volumes: dict[str, list[Loc]]
+    mounted: set[str]
+
+
+def _pod_volumes(js: JobSet) -> _PodVolumes:
+    """Read once for all claim templates: their number times the replicated jobs' would be
+    quadratic in the input."""
+    volumes: dict[str, list[Loc]] = {}
+    mounted: set[str] = set()
+    for rj_index, rjob in enumerate(js.replicated_jobs):
+        pod = as_map(as_map(rjob.template.spec.get("template")).get("spec"))
+        loc: Loc = ("spec", "replicatedJobs", rj_index, "template", "spec", "template", "spec")
+        for vol_index, volume in enumerate(as_list(pod.get("volumes"))):
+            name = as_map(volume).get("name")
+            if isinstance(name, str):
+                volumes.setdefault(name, []).append((*loc, "volumes", vol_index, "name"))
+        for key in ("initContainers", "containers"):
+            for ctr in as_list(pod.get(key)):
+                for mount in as_list(as_map(ctr).get("volumeMounts")):
+                    name = as_map(mount).get("name")
+                    if isinstance(name, str):
+                        mounted.add(name)
+    return _PodVolumes(volumes, mounted)
+
+
+def _check_claim(
+    out: Collector, js: JobSet, name: str, loc: Loc, known: tuple[set[str], _PodVolumes]
+) -> None:
+    seen, found = known
     nloc = (*loc, "name")
     if name in seen:
         out.add(nloc, "names must be unique for VolumeClaimPolicies template", "volume-claim-name")
     out.extend(nloc, _names.dns1123_subdomain(name), "volume-claim-name")
     if len(f"{name}-{effective_name(js)}") > _MAX_PVC_NAME:
         out.add(nloc, "VolumeClaimPolicies template name is too long", "volume-claim-name")
-    mounted = False
-    for rj_index, rjob in enumerate(js.replicated_jobs):
-        pod = as_map(as_map(rjob.template.spec.get("template")).get("spec"))
-        for vol_index, volume in enumerate(as_list(pod.get("volumes"))):
-            if as_map(volume).get("name") == name:
-                out.add(
-                    (
-                        "spec",
-                        "replicatedJobs",
-                        rj_index,
-                        "template",
-                        "spec",
-                        "template",
-                        "spec",
-                        "volumes",
-                        vol_index,
-                        "name",
-                    ),
-                    f"volume name conflicts with VolumeClaimPolicy template name: {name}",
-                    "volume-claim-conflict",
-                )
-        for key in ("initContainers", "containers"):
-            for ctr in as_list(pod.get(key)):
-                mounts = as_list(as_map(ctr).get("volumeMounts"))
-                mounted = mounted or any(as_map(m).get("name") == name for m in mounts)
+    for volume_loc in found.volumes.get(name, []):
+        out.add(
+            volume_loc,
+            f"volume name conflicts with VolumeClaimPolicy template name: {name}",
+            "volume-claim-conflict",
+        )
+    mounted = name in found.mounted
     if not mounted:
         out.add(
             nloc,
