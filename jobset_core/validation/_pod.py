@@ -122,11 +122,13 @@ def check_pod_spec(
     # CRD declares those lists as maps keyed by name.
     volumes = set(claim_names)
     for index, raw in enumerate(as_list(pod.get("volumes"))):
-        before = len(out.problems)
         _check_volume(out, as_map(raw), (*loc, "volumes", index))
         name = as_str(as_map(raw).get("name"))
-        if name is not None and len(out.problems) == before:
-            volumes.add(name)  # like the server: a mount of an invalid volume is "Not found"
+        if name:
+            # The server also answers "Not found" for a mount of a volume it found invalid
+            # (e.g. with two sources), which sends the user looking for a missing volume: the
+            # volume is reported once, where it is wrong, and its mounts stand.
+            volumes.add(name)
     earlier: set[str] = set()
     for key in _CONTAINER_LISTS:
         current: set[str] = set()
@@ -273,4 +275,8 @@ def _check_volume(out: Collector, volume: Mapping[str, Any], loc: Loc) -> None:
             "pod-volume-source",
         )
     for extra in sources[1:]:
-        out.add((*loc, extra), "may not specify more than 1 volume type", "pod-volume-source")
+        out.add(
+            (*loc, extra),
+            "Forbidden: may not specify more than 1 volume type",
+            "pod-volume-source",
+        )
