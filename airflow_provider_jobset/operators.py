@@ -62,7 +62,7 @@ from jobset_core.lifecycle import (
     Verdict,
     error_for,
 )
-from jobset_core.models import JobSet, dump_yaml, load_jobset
+from jobset_core.models import JobSet, dump_yaml, load_jobset, source_label
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Lifecycle
@@ -258,6 +258,7 @@ class JobSetOperator(BaseOperator):
         )
         return self.request.but(
             jobset=jobset.model_copy(update={"metadata": meta}),
+            source=source_label(self.jobset) or f"JobSetOperator(task_id={self.task_id!r}).jobset",
             namespace=namespace,
             identity=identity.identity(),
             **changes,
@@ -286,9 +287,27 @@ class JobSetOperator(BaseOperator):
         return prepared
 
     def dry_run(self) -> None:
-        """Print the JobSet that would be created (for a placeholder run id)."""
+        """Print the JobSet that would be created (for a placeholder run id), then ask the
+        cluster of the task's connection what it makes of it: a server-side dry run of the
+        JobSet, its child Jobs and pods as they would be created, in the task's namespace, as
+        the task's identity (its admission: Pod Security, quotas, limits, webhooks). Nothing
+        is created.
+
+        Raises:
+            AirflowFailException: the JobSet is invalid, or the cluster refuses it (every
+                refusal with the JobSet's field path and the plugin that refused).
+        """
         identity = TaskIdentity(self.dag_id, self.task_id, "dry-run")
-        print(dump_yaml(self.prepare_jobset(identity, self.namespace or "default")))
+        namespace = self._namespace()
+        print(dump_yaml(self.prepare_jobset(identity, namespace)))
+        request = self.build_request(identity, namespace)
+        checked = self._lifecycle(lambda lifecycle: lifecycle.check(request))
+        for line in checked.unchecked:
+            self.log.warning("%s", line)
+        if checked.problems:
+            refused = SpecError(checked.problems, source=request.source)
+            raise AirflowFailException(f"the cluster refuses the JobSet:\n{refused}")
+        self.log.info("the cluster accepts the JobSet, its Jobs and pods (nothing was created)")
 
     def _reporter(self, context: Any, store: Any) -> Reporter:
         def progress(event: Any) -> None:
@@ -326,7 +345,7 @@ class JobSetOperator(BaseOperator):
         """Create (or adopt) the JobSet, then wait in the worker or defer."""
         ti = context["ti"]
         identity = TaskIdentity(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1))
-        namespace = self.namespace or self._spec_namespace() or self.hook.default_namespace()
+        namespace = self._namespace()
         store = task_state_store(context)
         request = self.build_request(identity, namespace)
         earlier = previous(store.get(STATE_KEY) if store is not None else None, request.run_name)
@@ -392,6 +411,10 @@ class JobSetOperator(BaseOperator):
             )
 
         return self._conclude(context, self._lifecycle(complete))
+
+    def _namespace(self) -> str:
+        """Where the try runs: ``namespace``, else the JobSet's, else the connection's."""
+        return self.namespace or self._spec_namespace() or self.hook.default_namespace()
 
     def _spec_namespace(self) -> str | None:
         try:

@@ -89,6 +89,7 @@ class Progress(_Frozen):
         "admitted",
         "preempted",
         "refused",
+        "unchecked",
     ]
     phase: Phase
     restarts: int = 0

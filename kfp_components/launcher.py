@@ -355,6 +355,7 @@ def launch_step(
         settings = ClientSettings()
         request = RunRequest(
             jobset=load_jobset(from_struct(jobset_dict) if jobset_dict else jobset),
+            source="launch_jobset(jobset_dict)" if jobset_dict else "launch_jobset(jobset)",
             namespace=namespace or default_namespace(settings),  # "": the launcher pod's
             identity=identity,
             backend=backend,  # type: ignore[arg-type]  # checked above

@@ -23,6 +23,7 @@ from jobset_core.outcome import Backend, Outcome
 
 if TYPE_CHECKING:
     from jobset_core.observe import Kind, Observation, Target
+    from jobset_core.render import Probe
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -129,6 +130,18 @@ class BackendProtocol(Protocol):
         given the workload's variables and validated, by the lifecycle), or adopt the existing
         one when its identity labels (and UID, when given) match; raise ``IdentityMismatch``
         otherwise. Never creates a duplicate."""
+        ...
+
+    def probes(self, prepared: JobSet, *, marks: Mapping[str, str]) -> Probe:
+        """The run object ``submit`` would create, as a probe for a server-side dry run
+        (raises ``SpecError`` for what the backend cannot run, as ``submit`` would)."""
+        ...
+
+    def child_probes(self, jobset: JobSet) -> list[Probe]:
+        """The child objects the run will create as the run's identity, as probes (the
+        controller creates the Jobs itself: their pods still matter, and the Jobs show how a
+        namespace's policies see them); ``jobset`` as the server answered the run object's
+        dry run, else as prepared."""
         ...
 
     async def attach(

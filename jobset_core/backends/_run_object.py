@@ -18,6 +18,7 @@ from jobset_core.backends._base import Handle, Submission
 from jobset_core.errors import Conflict, NotFound
 from jobset_core.models import JobSet
 from jobset_core.outcome import Backend
+from jobset_core.render import Probe, run_object_probe
 from jobset_core.resources import JOB, POD, SERVICE, ApiResource
 
 if TYPE_CHECKING:
@@ -65,7 +66,25 @@ class RunObjectBackend:
         """The label selector that finds run objects matching the user's selector."""
         return label_selector
 
+    def _children(self, jobset: JobSet, namespace: str) -> list[Probe]:
+        """The child objects as probes (see :meth:`child_probes`)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ the steps
+
+    def probes(self, prepared: JobSet, *, marks: Mapping[str, str]) -> Probe:
+        """The run object ``submit`` would create, as a dry-run probe.
+
+        Raises:
+            SpecError: the JobSet uses what the backend cannot do.
+        """
+        self._check_supported(prepared)
+        namespace = prepared.metadata.namespace or ""
+        return run_object_probe(self.resource, self._body(prepared, namespace, marks))
+
+    def child_probes(self, jobset: JobSet) -> list[Probe]:
+        """The run's child objects, as dry-run probes (see ``BackendProtocol``)."""
+        return self._children(jobset, jobset.metadata.namespace or "")
 
     async def submit(
         self,

@@ -18,6 +18,7 @@ from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Observation, Target
 from jobset_core.outcome import Backend
 from jobset_core.policy import outcome as rules
+from jobset_core.render import Probe, child_probes
 from jobset_core.resources import JOBSET
 
 __all__ = ["ControllerBackend"]
@@ -32,6 +33,9 @@ class ControllerBackend(RunObjectBackend):
 
     def _body(self, named: JobSet, namespace: str, marks: Mapping[str, str]) -> Any:
         return named
+
+    def _children(self, jobset: JobSet, namespace: str) -> list[Probe]:
+        return child_probes(jobset, namespace, placement="webhook", service=False)
 
     def _submission(
         self, obj: Mapping[str, Any], *, created: bool, marks: Mapping[str, str]

@@ -49,7 +49,7 @@ from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Kind, Observation, Target
 from jobset_core.outcome import Backend
 from jobset_core.policy import outcome as rules
-from jobset_core.render import Placement, check_job_count
+from jobset_core.render import Placement, Probe, check_job_count, child_probes
 from jobset_core.resources import CONFIG_MAP, JOB, SERVICE
 
 if TYPE_CHECKING:
@@ -104,6 +104,9 @@ class NativeBackend(RunObjectBackend):
 
     def _body(self, named: JobSet, namespace: str, marks: Mapping[str, str]) -> Any:
         return build_anchor(named, namespace, marks)
+
+    def _children(self, jobset: JobSet, namespace: str) -> list[Probe]:
+        return child_probes(jobset, namespace, placement=self._placement, service=True)
 
     def _check_supported(self, named: JobSet) -> None:
         check_job_count(named)  # it renders every child Job itself: refuse before the anchor

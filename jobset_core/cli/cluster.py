@@ -57,6 +57,7 @@ from jobset_core.cli._base import (
     seconds_argument,
 )
 from jobset_core.cli._base import EXIT_RUN_INVALID as EXIT_INVALID
+from jobset_core.errors import Problem
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Handle, Lifecycle, LogLine, LogOptions, RunRequest, Verdict
@@ -305,6 +306,7 @@ def _request(args: argparse.Namespace, streams: Streams) -> RunRequest:
     jobset = _load_one(args.file, streams)
     return RunRequest(
         jobset=jobset,
+        source="<stdin>" if args.file == "-" else args.file,
         namespace=args.namespace or jobset.metadata.namespace or "default",
         identity=_identity(jobset, args.identity),
         backend=args.backend,
@@ -342,6 +344,47 @@ def _load_one(file: str, streams: Streams) -> JobSet:
         problem = Problem("", f"expected exactly one JobSet, found {len(jobsets)}", "one")
         raise SpecError([problem], source=label)
     return jobsets[0]
+
+
+def server_problems(
+    args: argparse.Namespace, source: str, jobsets: Sequence[JobSet]
+) -> tuple[list[Problem], list[str]]:
+    """What the cluster of ``--kubeconfig``/``--context`` says of each JobSet (valid offline)
+    in the namespace it would run in, created nowhere (``jobsetctl validate --server``): the
+    problems, and what it could not judge.
+
+    Raises:
+        JobSetError: the cluster cannot be reached (its words).
+    """
+    from jobset_core.blocking import run as blocking_run
+    from jobset_core.lifecycle import RunRequest
+
+    async def work() -> tuple[list[Problem], list[str]]:
+        problems: list[Problem] = []
+        unchecked: list[str] = []
+        async with _session(args) as lifecycle:
+            for index, jobset in enumerate(jobsets):
+                request = RunRequest(
+                    jobset=jobset,
+                    source=source,
+                    namespace=args.namespace or jobset.metadata.namespace or "default",
+                    identity=_identity(jobset, ()),
+                    backend=args.backend,
+                )
+                checked = await lifecycle.check(request)
+                head = f"<document {index}>" if len(jobsets) > 1 else ""
+                problems.extend(_under(head, p) for p in checked.problems)
+                unchecked.extend(u for u in checked.unchecked if u not in unchecked)
+        return problems, unchecked
+
+    return blocking_run(work)
+
+
+def _under(head: str, problem: Problem) -> Problem:
+    if not head:
+        return problem
+    path = f"{head}.{problem.path}" if problem.path else head
+    return Problem(path, problem.message, problem.rule)
 
 
 def _identity(jobset: JobSet, pairs: Sequence[str]) -> dict[str, str]:

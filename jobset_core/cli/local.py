@@ -219,6 +219,22 @@ def _report(file: str, problems: Sequence[Problem], stream: TextIO) -> None:
 def _configure_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON file, or - for stdin")
     _add_check_options(parser)
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="also ask the cluster (--kubeconfig/--context): a server-side dry run of each "
+        "JobSet, its child Jobs and pods as they would be created in the namespace, as your "
+        "identity, with the namespace's admission (Pod Security, quotas, limits, webhooks); "
+        "nothing is created",
+    )
+    parser.add_argument("--kubeconfig", help="with --server: kubeconfig file")
+    parser.add_argument("--context", help="with --server: kubeconfig context")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "controller", "native"),
+        default="auto",
+        help="with --server: what is checked (the JobSet, or the native backend's objects)",
+    )
 
 
 def _run_validate(args: argparse.Namespace, streams: Streams) -> int:
@@ -229,9 +245,27 @@ def _run_validate(args: argparse.Namespace, streams: Streams) -> int:
         except ValueError as err:  # an unknown feature gate
             streams.err.write(f"jobsetctl validate: {err}\n")
             return EXIT_USAGE
+        if args.server and not problems:
+            problems = _server_problems(file, streams, args)
         _report(file, problems, streams.out)
         invalid = invalid or bool(problems)
     return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _server_problems(file: str, streams: Streams, args: argparse.Namespace) -> list[Problem]:
+    """The cluster's verdict on a file valid offline (``--server``): its refusals, and a
+    line on standard error for what it could not judge."""
+    from jobset_core.cli.cluster import server_problems
+    from jobset_core.errors import JobSetError
+
+    jobsets = _load(file, streams, args.allow_unknown_fields)[0]
+    try:
+        problems, unchecked = server_problems(args, _label(file), jobsets)
+    except JobSetError as err:
+        return [Problem("", f"the cluster could not be asked: {err}", "server")]
+    for line in unchecked:
+        streams.err.write(f"{_label(file)}: note: {line}\n")
+    return problems
 
 
 def _file_problems(

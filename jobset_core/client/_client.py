@@ -415,6 +415,7 @@ class Client:
             idempotent=request.idempotent,
             rand=self._rand(),
             forbidden_may_pass=request.permission in self._allowed or self._restarted_lately(),
+            forbidden_attempts=1 if request.dry_run else _core.FORBIDDEN_ATTEMPTS,
         )
 
     async def _chunks(self, request: Request, response: Any) -> AsyncIterator[bytes]:

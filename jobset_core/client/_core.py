@@ -29,7 +29,7 @@ from jobset_core.client._answers import (
     truncate,
     unreachable,
 )
-from jobset_core.client._retry import DEFAULT_RETRY, RetryPolicy, retry_delay
+from jobset_core.client._retry import DEFAULT_RETRY, FORBIDDEN_ATTEMPTS, RetryPolicy, retry_delay
 from jobset_core.models import to_plain
 from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, SERVICE, ApiResource
 
@@ -37,6 +37,7 @@ __all__ = [
     "CONFIG_MAP",
     "DEFAULT_RETRY",
     "EVENT",
+    "FORBIDDEN_ATTEMPTS",
     "JOB",
     "JOBSET",
     "POD",
@@ -118,6 +119,11 @@ class Request:
         if self.method in ("GET", "DELETE"):
             return True
         return self.method == "POST" and _fixed_name(self.body)
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether the call is a server-side dry run (``dryRun=All``): nothing is stored."""
+        return ("dryRun", "All") in self.query
 
     @property
     def permission(self) -> tuple[str, str, str]:

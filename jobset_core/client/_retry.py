@@ -62,6 +62,7 @@ def retry_delay(
     idempotent: bool,
     rand: float,
     forbidden_may_pass: bool = False,
+    forbidden_attempts: int = FORBIDDEN_ATTEMPTS,
 ) -> float | None:
     """Decide whether to try again after ``attempt`` (1-based) failed with ``error``.
 
@@ -82,6 +83,9 @@ def retry_delay(
             a server error when it is likely transient (a Role is rarely taken away in the
             middle of a wait). A 403 that outlasts the retries surfaces. A 403 of an
             admission plugin (:attr:`Forbidden.by_admission`: a quota) is never retried.
+        forbidden_attempts: Attempts in total for a 403 that is not likely transient (1 for a
+            dry run: a 403 there leaves the object unchecked, which a retry seldom changes,
+            and a submit would wait for the retries every time).
 
     Returns:
         Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
@@ -90,7 +94,7 @@ def retry_delay(
         return None
     if isinstance(error, Forbidden) and error.by_admission:
         return None  # a quota, a LimitRange: the same request gets the same answer
-    if isinstance(error, Forbidden) and not forbidden_may_pass and attempt >= FORBIDDEN_ATTEMPTS:
+    if isinstance(error, Forbidden) and not forbidden_may_pass and attempt >= forbidden_attempts:
         return None
     retryable = (
         isinstance(error, (TooManyRequests, ServerError))

@@ -28,6 +28,7 @@ from jobset_core import identity as ident
 from jobset_core import labels as L
 from jobset_core.backends import BackendProtocol, Handle, Pass, Submission
 from jobset_core.errors import JobSetError, Problem, SpecError
+from jobset_core.lifecycle._checks import ServerCheck, server_check
 from jobset_core.lifecycle._judge import WaitRules
 from jobset_core.lifecycle._logs import LogSink, failed_pod_logs
 from jobset_core.lifecycle._runs import GONE_TIMEOUT, Backends, Runs
@@ -36,7 +37,7 @@ from jobset_core.lifecycle.request import NATIVE_QUEUE, RunRequest
 from jobset_core.lifecycle.verdict import Verdict, should_delete
 from jobset_core.models import JobSet
 from jobset_core.observe import Observation, Observer
-from jobset_core.outcome import Progress
+from jobset_core.outcome import Phase, Progress
 from jobset_core.validation import ensure_valid
 from jobset_core.workload import inject_workload_env
 
@@ -164,6 +165,17 @@ def queued(jobset: JobSet, request: RunRequest) -> JobSet:
     return _relabelled(jobset, labels).model_copy(update={"spec": spec})
 
 
+def _say_unchecked(checked: ServerCheck, report: Reporter) -> None:
+    """Say once what the server could not judge (a missing permission, a webhook that cannot
+    take a dry run): the run goes on, checked offline only there."""
+    if report.progress is None:
+        return
+    for line in checked.unchecked:
+        report.progress(
+            Progress(kind="unchecked", phase=Phase.PENDING, reason="NotChecked", message=line)
+        )
+
+
 def _relabelled(jobset: JobSet, labels: dict[str, str]) -> JobSet:
     return jobset.model_copy(
         update={"metadata": jobset.metadata.model_copy(update={"labels": labels})}
@@ -177,6 +189,8 @@ class Lifecycle:
         observer: The observer (its client is the one the runs talk through).
         validate: Check every JobSet before creating anything (off only to let the server
             judge, in tests).
+        server_checks: Dry-run every new run's objects on the cluster before creating
+            anything (off only to create what the server would refuse, in tests).
         feature_gates: The controller's feature gates, for validation.
         backend_options: More options for the backends (e.g. the native ``placement``).
     """
@@ -186,18 +200,33 @@ class Lifecycle:
         observer: Observer,
         *,
         validate: bool = True,
+        server_checks: bool = True,
         feature_gates: Mapping[str, bool] | None = None,
         backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.observer = observer
         self.client: Client = observer.client
         self._validate = validate
+        self._server_checks = server_checks
         self._gates = dict(feature_gates or {})
         self._backends = Backends(self.client, backend_options or {})
         #: What stands on the cluster, beside one run's wait.
         self.runs = Runs(observer, self._backends)
 
     # ------------------------------------------------------------------ start
+
+    async def check(self, request: RunRequest) -> ServerCheck:
+        """The run's objects as the target cluster judges them, created nowhere: the one
+        preparation, then server-side dry runs (:func:`server_check`) through the backend
+        the request chooses. What ``start`` does before its first create, for ``jobsetctl
+        validate --server`` and an operator's ``dry_run``.
+
+        Raises:
+            SpecError: the JobSet is invalid offline (the server is not asked then).
+        """
+        prepared, marks = self.prepare(request)
+        backend = await self._backends.chosen(request.backend)
+        return await server_check(self.client, backend, prepared, marks)
 
     def prepare(self, request: RunRequest) -> tuple[JobSet, dict[str, str]]:
         """The JobSet as it will be created, and its identity labels (see :func:`prepare`).
@@ -217,7 +246,8 @@ class Lifecycle:
         exist as soon as this returns.
 
         Raises:
-            SpecError: the JobSet is invalid (nothing was created).
+            SpecError: the JobSet is invalid, offline or as the cluster judges it (nothing
+                was created).
             IdentityMismatch: its name is taken by something that is not this run.
         """
         prepared, marks = self.prepare(request)
@@ -230,6 +260,11 @@ class Lifecycle:
             raise SpecError([Problem(_QUEUE_PATH, NATIVE_QUEUE, "queue")])
         if queue and request.adopt_uid is None:
             await self.runs.check_queue(request.namespace, queue)
+        if self._server_checks and request.adopt_uid is None:
+            checked = await server_check(self.client, backend, prepared, marks)
+            _say_unchecked(checked, report)
+            if checked.problems:
+                raise SpecError(checked.problems, source=request.source)
         submission = await backend.submit(prepared, marks=marks, expected_uid=request.adopt_uid)
         meta = submission.obj.get("metadata") or {}
         if not submission.created and meta.get("deletionTimestamp"):

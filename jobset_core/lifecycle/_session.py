@@ -9,6 +9,7 @@ never by importing this module.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +32,7 @@ async def session(
     *,
     shared: bool = False,
     validate: bool = True,
+    server_checks: bool | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     backend_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Lifecycle]:
@@ -43,11 +45,15 @@ async def session(
             as the identity allows): what a triggerer's triggers do. Otherwise the session
             has its own client and observer, watching only its runs.
         validate: Check every JobSet before creating anything.
+        server_checks: Dry-run every new run's objects on the cluster before creating
+            anything (default: on, unless the environment says ``JOBSET_SERVER_CHECKS=0``:
+            an escape hatch for a cluster whose admission misjudges dry runs).
         feature_gates: The controller's feature gates, for validation.
         backend_options: More options for the backends (e.g. the native ``placement``).
     """
     options: dict[str, Any] = {
         "validate": validate,
+        "server_checks": server_checks_wanted() if server_checks is None else server_checks,
         "feature_gates": feature_gates,
         "backend_options": backend_options,
     }
@@ -63,6 +69,17 @@ async def session(
             yield Lifecycle(observer, **options)
         finally:
             await observer.aclose()
+
+
+#: The environment variable that turns the server checks off for every way in (``0``).
+SERVER_CHECKS_ENV = "JOBSET_SERVER_CHECKS"
+
+
+def server_checks_wanted() -> bool:
+    """Whether the environment leaves the server checks on (``JOBSET_SERVER_CHECKS`` unset,
+    or anything but ``0``, ``false``, ``no`` or ``off``)."""
+    said = os.environ.get(SERVER_CHECKS_ENV, "").strip().lower()
+    return said not in ("0", "false", "no", "off")
 
 
 def blocking(

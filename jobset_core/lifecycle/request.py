@@ -388,6 +388,7 @@ class RunRequest:
         jobset: The JobSet as the caller named it (``None``: only waiting for an existing
             run, as a sensor or a trigger does). The lifecycle prepares it once: identity
             labels, the workload's variables (``inject_env``), validation.
+        source: Where the JobSet was read from (a file), named in the errors about it.
         namespace: Where it runs.
         identity: The caller's identity of the run (labels; a name is derived from it when
             the JobSet has none): a retried or resumed caller adopts the run instead of
@@ -417,6 +418,7 @@ class RunRequest:
     """
 
     jobset: JobSet | None = None
+    source: str | None = None
     namespace: str = "default"
     identity: Mapping[str, str] = field(default_factory=dict)
     backend: BackendChoice = "auto"

@@ -25,6 +25,7 @@ from jobset_core.models.loading import (
     load_jobset,
     load_jobsets,
     read_stream,
+    source_label,
 )
 from jobset_core.models.meta import Condition, EmbeddedObjectMeta, ObjectMeta, OwnerReference
 
@@ -56,6 +57,7 @@ __all__ = [
     "load_yaml_documents",
     "read_bounded",
     "read_stream",
+    "source_label",
     "to_plain",
     "unknown_fields",
 ]

@@ -31,7 +31,14 @@ from jobset_core.models._input import (
 from jobset_core.models.jobset import JobSet
 from jobset_core.resources import JOBSET
 
-__all__ = ["JobSetSource", "dump_yaml", "load_jobset", "load_jobsets", "read_stream"]
+__all__ = [
+    "JobSetSource",
+    "dump_yaml",
+    "load_jobset",
+    "load_jobsets",
+    "read_stream",
+    "source_label",
+]
 
 JobSetSource = JobSet | Mapping[str, Any] | str | os.PathLike[str]
 
@@ -109,6 +116,12 @@ def dump_yaml(objects: JobSet | Iterable[JobSet | Mapping[str, Any]]) -> str:
     items = [objects] if isinstance(objects, JobSet) else list(objects)
     plain = [item.to_dict() if isinstance(item, JobSet) else to_plain(item) for item in items]
     return yaml.safe_dump_all(plain, sort_keys=False, default_flow_style=False)
+
+
+def source_label(source: Any) -> str | None:
+    """The file a JobSet source names (a path), as errors name it; ``None`` for text, a
+    mapping or a model."""
+    return _describe(source)
 
 
 def _describe(source: Any) -> str | None:

@@ -16,6 +16,15 @@ scheduler alone enforces. ``docs/rendering.md`` lists the differences.
 from jobset_core.render._job import Placement
 from jobset_core.render._metadata import exclusive_annotations, identity
 from jobset_core.render._placement import exclusive_affinity_terms
+from jobset_core.render._probes import (
+    Probe,
+    admission_plugin,
+    cause_of,
+    child_probes,
+    refusal_problems,
+    run_object_probe,
+    unsupported_dry_run,
+)
 from jobset_core.render._render import (
     PLACEMENTS,
     check_job_count,
@@ -29,13 +38,20 @@ from jobset_core.render._result import RenderedJobSet
 __all__ = [
     "PLACEMENTS",
     "Placement",
+    "Probe",
     "RenderedJobSet",
+    "admission_plugin",
+    "cause_of",
     "check_job_count",
+    "child_probes",
     "exclusive_affinity_terms",
     "exclusive_annotations",
     "headless_service",
     "identity",
     "job_count",
     "jobset_owner_reference",
+    "refusal_problems",
     "render",
+    "run_object_probe",
+    "unsupported_dry_run",
 ]

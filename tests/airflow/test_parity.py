@@ -1252,6 +1252,18 @@ def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
     return found, "\n".join(shown)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def runtime_refusals() -> Iterator[None]:
+    """The ways are compared on what the cluster does after the submit (quotas that refuse
+    the Jobs or the Service once the run exists): the server checks, which refuse such runs
+    before anything exists, are off in every way here (the processes started below inherit
+    it). tests/core/test_server_checks.py and tests/airflow/test_server_checks_ways.py prove
+    the checks in every way."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOBSET_SERVER_CHECKS", "0")
+        yield
+
+
 @pytest.fixture(scope="module")
 def parity_airflow(
     devcluster: Any, tmp_path_factory: pytest.TempPathFactory

@@ -242,6 +242,8 @@ class FaultProxy:
         watch = request.query.get("watch") in ("true", "1") or "/watch/" in request.path
         follow = request.path.endswith("/log") and request.query.get("follow") == "true"
         verb = _verb(request.method, request.path, watch)
+        if request.query.get("dryRun") == "All":  # stores nothing: not a create to lose
+            verb = f"dry-run {verb}"
         self.stats.by_verb[verb] = self.stats.by_verb.get(verb, 0) + 1
         if time.monotonic() < self._throttle_until and (
             self._rand.random() < self._throttle_fraction

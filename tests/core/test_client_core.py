@@ -552,6 +552,18 @@ def test_a_403_that_may_be_a_restarts_is_retried_for_a_while(
     assert got == delay
 
 
+def test_a_dry_runs_403_surfaces_at_once_unless_it_may_be_a_restarts() -> None:
+    """A server check's probe the identity may not create is left unchecked: every submit
+    would otherwise wait for the retries."""
+    policy = RetryPolicy(max_attempts=6, base_delay=1.0, max_delay=10.0, jitter=0.5)
+    once = {"idempotent": True, "rand": 0.5, "forbidden_attempts": 1}
+    assert retry_delay(policy, 1, Forbidden(403), **once) is None  # type: ignore[arg-type]
+    allowed = retry_delay(policy, 1, Forbidden(403), forbidden_may_pass=True, **once)  # type: ignore[arg-type]
+    assert allowed == 1.0
+    request = _core.create(JOB, "ns", {"metadata": {"name": "j"}}, dry_run=True)
+    assert request.dry_run and not _core.create(JOB, "ns", {"metadata": {"name": "j"}}).dry_run
+
+
 #: What the API server says, word for word (authorizer; ResourceQuota and Pod Security
 #: admission).
 RBAC_403 = (

@@ -496,7 +496,15 @@ async def test_creation_failed_surfaces_promptly(
     async with open_face(flavour, devcluster.kubeconfig, KIND) as checked:
         with pytest.raises(SpecError):
             await checked.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
-    async with open_face(flavour, devcluster.kubeconfig, KIND, validate=False) as unchecked:
+    # Offline checks off, the server's dry run of the child Job refuses it on its JobSet path.
+    async with open_face(flavour, devcluster.kubeconfig, KIND, validate=False) as server:
+        with pytest.raises(SpecError) as refused:
+            await server.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
+    paths = [p.path for p in refused.value.problems]
+    assert paths == ["spec.replicatedJobs[0].template.spec.completions"], refused.value
+    # Both off (a policy that changed after the submit): the controller's events tell.
+    options = {"validate": False, "server_checks": False}
+    async with open_face(flavour, devcluster.kubeconfig, KIND, **options) as unchecked:
         submission = await unchecked.submit(jobset, namespace=cluster_namespace, identity=IDENTITY)
         recorder = Recorder()
         started = time.monotonic()
