@@ -28,6 +28,12 @@ for longer than the ways' ``timeout`` then admitted and completed, an admission 
 request above the ClusterQueue's maximum, a preemption by a high-priority JobSet then
 readmission, and a Workload deactivated for exceeding its maximum execution time. Every way
 gets the queue through its own argument (``queue=``, ``--queue``).
+
+The refused-pods scenarios have the API server refuse the pods once every way watches (the
+JobSets exist, their Jobs wait suspended): the namespace turns Pod Security ``restricted`` just
+before the resume, or a quota fits one pod of each run's two (never ending, so it stays held).
+Every way fails with ``PodsRefused`` within :data:`REFUSED_WITHIN` seconds of its run's first
+``FailedCreate``, at the same time (``pytest -k refuses``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -74,6 +81,9 @@ AIRFLOW_WAYS = ("worker", "deferrable")
 WITHIN = 2.0
 WATCHING_TIMEOUT = 240.0
 TIMEOUT = 12
+#: Seconds from a run's first ``FailedCreate`` to its verdict, at most (issue 21).
+REFUSED_WITHIN = 20.0
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 
 # ---------------------------------------------------------------------------------- scenarios
 
@@ -118,6 +128,8 @@ class Scenario:
             never ends; ``unblock`` deletes it).
         labels: More labels of each way's JobSet (Kueue's ``max-exec-time-seconds``,
             ``priority-class``).
+        enforce: Labels the driver puts on the namespace just before the resume (Pod
+            Security's ``enforce``): the pods are refused although the JobSet was accepted.
     """
 
     id: str
@@ -137,6 +149,7 @@ class Scenario:
     queued: dict[str, Any] = field(default_factory=dict)
     blocker: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    enforce: dict[str, str] = field(default_factory=dict)
 
     @property
     def admission(self) -> float | None:
@@ -147,6 +160,12 @@ class Scenario:
     def cannot_start(self) -> bool:
         """Whether the verdict is about pods that cannot start (no terminal JobSet)."""
         return self.reason == "PodsCannotStart"
+
+    @property
+    def pods_refused(self) -> bool:
+        """Whether the verdict is about pods the API server refuses (no pod, no terminal
+        JobSet): timed from the run's first ``FailedCreate``."""
+        return self.reason == "PodsRefused"
 
     @property
     def way_timeout(self) -> float | None:
@@ -286,6 +305,19 @@ QUEUE_SCENARIOS = (
         labels={"kueue.x-k8s.io/max-exec-time-seconds": "4"},
     ),
 )
+#: Pods the API server refuses after the JobSet was accepted (``pytest -k refuses``).
+REFUSED_SCENARIOS = (
+    Scenario(
+        "podsecurity", (rjob("w", 2),), kind="failed", reason="PodsRefused", enforce=RESTRICTED
+    ),
+    Scenario(
+        "podquota",  # one pod of all the ways' runs fits; it never ends: the others wait 10 s
+        (rjob("w", 2, **NEVER),),
+        quota={"pods": "1"},
+        kind="failed",
+        reason="PodsRefused",
+    ),
+)
 SCENARIOS = (
     Scenario("success", (rjob("w", 2),)),
     Scenario(
@@ -372,6 +404,7 @@ SCENARIOS = (
         reason="did not finish within",
     ),
     *QUEUE_SCENARIOS,
+    *REFUSED_SCENARIOS,
 )
 
 
@@ -445,6 +478,8 @@ _KIND_BY_ERROR = {
     "CreationFailed": "creation_failed",
     "JobSetGone": "gone",
     "QueueRefused": "refused",
+    "PodsCannotStart": "failed",
+    "PodsRefused": "failed",
     "JobSetPreempted": "preempted",
 }
 #: The progress lines a way prints (``kind: ...``), and those that show it watches its run.
@@ -883,6 +918,11 @@ class Moments:
             involved = obj.get("involvedObject") or {}
             if "CreationFailed" in str(obj.get("reason") or ""):
                 self._mark(namespace, str(involved.get("name")), "creation_failed")
+            if involved.get("kind") == "Job" and obj.get("reason") == "FailedCreate":
+                # The Job controller's first word that the API server refuses a pod of the run:
+                # Jobs are <run>-<replicated job>-<index> (rjobs: no dashes).
+                run = "-".join(str(involved.get("name")).split("-")[:-2])
+                self._mark(namespace, run, "pods_refused")
             if involved.get("kind") == "Pod" and obj.get("type") == "Warning":
                 # The kubelet's first word that a pod of the run cannot start (or crashed):
                 # pods are <run>-<replicated job>-<job>-<index>-<suffix> (rjobs: no dashes).
@@ -984,8 +1024,18 @@ def decisive_moment(
         )
         if scenario.cannot_start:  # the JobSet never ends: from the kubelet's first Warning
             what = "cannot_start"
+        if scenario.pods_refused:  # no pod at all: from the Job controller's first refusal
+            what = "pods_refused"
         moment = moments.first(result.namespace, result.name, what)
-        if moment is not None and result.backend == "native" and what != "cannot_start":
+        if (
+            moment is not None
+            and result.backend == "native"
+            and what
+            not in (
+                "cannot_start",
+                "pods_refused",
+            )
+        ):
             moment = moments.last_job_end(result.namespace, result.name, moment) or moment
     if moment is None:
         return None
@@ -1037,6 +1087,10 @@ def check(
         if start is None:
             found.append(Disagreement(*where, "no decisive moment recorded"))
             continue
+        took = result.verdict_at[-1] - start
+        if scenario.pods_refused and took > REFUSED_WITHIN:
+            why = f"{took:.1f}s from the first refusal to the verdict (at most {REFUSED_WITHIN:g}s)"
+            found.append(Disagreement(*where, why))
         # The operator ways are timed on their first try's verdict when a restart ends it
         # (the retry hop is the scheduler's), the others on their final one.
         group = "retried" if retried else "waited"
@@ -1117,6 +1171,11 @@ def _act(kubeconfig: Path, scenario: Scenario, namespace: str, backend: str) -> 
 
     if scenario.action in ("unblock", "preempt"):
         return _act_on_queue(kubeconfig, scenario, namespace)
+    if scenario.enforce:  # the policy changes after the submit: the pods meet it at the resume
+        from kubernetes import client, config
+
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+        core.patch_namespace(namespace, {"metadata": {"labels": scenario.enforce}})
     return run(lambda: _with_run(kubeconfig, work))
 
 
@@ -1309,11 +1368,12 @@ def parity_airflow(
                 devcluster.delete_namespace(namespace)
 
 
-PLAIN = tuple(s for s in SCENARIOS if s.queue is None)
+PLAIN = tuple(s for s in SCENARIOS if s.queue is None and s not in REFUSED_SCENARIOS)
 #: Four scenarios at a time (two cost a fixed hop through Airflow's scheduler per wave twice as
 #: often: 7 waves took 327 s of a cold CI run); the tolerance stretches with the load.
 WAVES = tuple(PLAIN[i : i + 4] for i in range(0, len(PLAIN), 4))
 QUEUE_WAVES = (QUEUE_SCENARIOS,)  # one wave: each has its own namespace and ClusterQueue
+REFUSED_WAVES = (REFUSED_SCENARIOS,)
 
 
 @pytest.fixture(scope="module")
@@ -1349,7 +1409,7 @@ def _agree(
             start_wave(wave, ctx, devcluster.kubeconfig, parity_airflow["tmp"], WAYS)
             drive_wave(wave, ctx, devcluster.kubeconfig)
             wrong, shown = disagreements(wave)
-            print(shown)
+            print(shown, file=sys.__stdout__, flush=True)  # Airflow's logging takes sys.stdout
             found += wrong
     finally:
         moments.close()
@@ -1370,6 +1430,15 @@ def test_every_way_in_agrees_on_queued_runs(
     """Through Kueue: queued longer than ``timeout`` then completed, an admission timeout, a
     request that never fits, a preemption then readmission, a deactivated Workload."""
     found = _agree(QUEUE_WAVES, parity_airflow, devcluster)
+    assert not found, "\n".join(f"{d.scenario}/{d.backend}/{d.way}: {d.why}" for d in found)
+
+
+def test_every_way_in_fails_fast_when_the_cluster_refuses_the_pods(
+    parity_airflow: dict[str, Any], devcluster: Any, kube_conn: str
+) -> None:
+    """Pod Security turned on after the submit, a quota that fits one pod: every way fails
+    with ``PodsRefused``, the refusal's words and the Job, within 20 s of the first refusal."""
+    found = _agree(REFUSED_WAVES, parity_airflow, devcluster)
     assert not found, "\n".join(f"{d.scenario}/{d.backend}/{d.way}: {d.why}" for d in found)
 
 
