@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["FAMILIES", "PROFILES", "Profile"]
 
-FAMILIES = ("local", "detection", "native", "pods", "scale", "queue")
+FAMILIES = ("local", "detection", "native", "pods", "scale", "queue", "checks")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Profile:
             waiting without one beside them.
         queue_namespaces: Namespaces the queued tasks (and the waiting ones) are spread over.
         admitted: Queued tasks admitted at once when the queue's quota is freed.
+        checks_submits: Submits timed with and without the server checks (checks family).
+        checks_replicas: Replicas of each of the two replicated jobs of those submits.
     """
 
     name: str
@@ -63,6 +65,8 @@ class Profile:
     queued: int
     queue_namespaces: int
     admitted: int
+    checks_submits: int
+    checks_replicas: int
 
     def with_overrides(self, pairs: Iterable[str]) -> Profile:
         """This profile with ``FIELD=VALUE`` overrides (``layouts=1,10``: a tuple)."""
@@ -105,6 +109,8 @@ PROFILES = {
         queued=1000,
         queue_namespaces=10,
         admitted=20,
+        checks_submits=20,
+        checks_replicas=50,
     ),
     "smoke": Profile(
         name="smoke",
@@ -127,5 +133,7 @@ PROFILES = {
         queued=20,
         queue_namespaces=2,
         admitted=4,
+        checks_submits=2,
+        checks_replicas=2,
     ),
 }

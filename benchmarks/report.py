@@ -26,6 +26,7 @@ FAMILY_TITLES = {
     "native": "Native backend",
     "local": "CLI, validation and import",
     "queue": "Kueue queues in one triggerer",
+    "checks": "Server checks before a submit",
 }
 
 
@@ -140,6 +141,14 @@ METHODS = {
         "progress line `admitted` (the task log's line). No `cncf.kubernetes` trigger reads "
         "Kueue: the admission figures' anchor is the floor, an independent raw watch of "
         "Workloads (official client)."
+    ),
+    "checks": (
+        "What the server checks add to a submit: the dry runs of a JobSet of two replicated "
+        "jobs (the run object, then a child Job and a pod a replicated job, and the native "
+        "Service; never one a replica), timed in this process through the lifecycle, against "
+        "the same submit without the checks (the run object's create, and for the native "
+        "backend its first pass, which creates the Service and every child Job). Requests are "
+        "the client's own count; the first submit of each backend warms up and is not counted."
     ),
     "local": (
         "`jobsetctl validate FILE` as a process, against `kubectl create --dry-run=server` "
