@@ -144,8 +144,8 @@ METHODS = {
     ),
     "checks": (
         "What the server checks add to a submit: the dry runs of a JobSet of two replicated "
-        "jobs (the run object, then a child Job and a pod a replicated job, and the native "
-        "Service; never one a replica), timed in this process through the lifecycle, against "
+        "jobs (the run object, a child Job and a pod a replicated job, and the native Service, "
+        "all at once; never one a replica), timed in this process through the lifecycle, against "
         "the same submit without the checks (the run object's create, and for the native "
         "backend its first pass, which creates the Service and every child Job). Requests are "
         "the client's own count; the first submit of each backend warms up and is not counted."
