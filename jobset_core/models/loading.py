@@ -6,11 +6,15 @@ anywhere inside a mapping. Every problem is reported at once, with its field pat
 fields are errors unless ``allow_unknown_fields=True`` (to carry fields newer than the models).
 
 Input is read within the hard limits of :mod:`jobset_core.limits` (file size, nesting depth,
-YAML alias expansion; see :mod:`._input`): past one, the source is refused as a whole.
+YAML alias expansion; see :mod:`._input`): past one, the source is refused as a whole. A key
+written twice in a mapping and more than :data:`._input.MAX_DOCUMENTS` documents refuse the
+file too, and a document larger than :data:`MAX_OBJECT_BYTES` as JSON (what the API server
+reads in one request) is refused before its fields are read.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
@@ -32,6 +36,7 @@ from jobset_core.models.jobset import JobSet
 from jobset_core.resources import JOBSET
 
 __all__ = [
+    "MAX_OBJECT_BYTES",
     "JobSetSource",
     "dump_yaml",
     "load_jobset",
@@ -43,6 +48,13 @@ __all__ = [
 JobSetSource = JobSet | Mapping[str, Any] | str | os.PathLike[str]
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+#: The largest request body the API server reads (``MaxRequestBodyBytes`` of kube-apiserver,
+#: 3 MiB): a JobSet whose JSON is larger is answered ``413 Request Entity Too Large`` before any
+#: check. Measured as compact JSON, the smallest body ``kubectl``, client-go, the Python clients
+#: and this project send (a raw ``application/yaml`` body can be smaller; no client of note
+#: sends one).
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
 
 
 def load_jobset(source: JobSetSource, *, allow_unknown_fields: bool = False) -> JobSet:
@@ -151,6 +163,9 @@ def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) ->
         raise SpecError(
             [Problem(format_path(prefix), "expected a mapping (a JobSet object)", "type")]
         )
+    too_big = object_size_problem(data, prefix)
+    if too_big is not None:
+        raise SpecError([too_big])
     kind, api_version = data.get("kind"), data.get("apiVersion")
     if kind != JOBSET.kind or api_version != JOBSET.api_version:
         raise SpecError(
@@ -181,6 +196,40 @@ def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) ->
     if problems:
         raise SpecError(problems)
     return jobset
+
+
+def object_size_problem(data: Mapping[str, Any], prefix: tuple[str | int, ...]) -> Problem | None:
+    """The problem of a document larger than :data:`MAX_OBJECT_BYTES` as compact JSON, if it is
+    (a lower bound of any JSON body: values JSON cannot carry count as an empty string)."""
+    size = _json_bytes(data)
+    if size > MAX_OBJECT_BYTES:
+        size = _json_bytes(_integral_floats_as_ints(data))  # Go writes 1.0 as 1
+    if size <= MAX_OBJECT_BYTES:
+        return None
+    return Problem(
+        format_path(prefix),
+        f"{size} bytes as JSON: larger than the {MAX_OBJECT_BYTES} bytes (3 MiB) the API server "
+        "reads in one request (it answers 413 Request Entity Too Large); split it into several "
+        "JobSets",
+        "object-size",
+    )
+
+
+def _json_bytes(data: Any) -> int:
+    text = json.dumps(
+        data, separators=(",", ":"), ensure_ascii=False, skipkeys=True, default=lambda _: ""
+    )
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    return value
 
 
 def _problems_from_pydantic(err: ValidationError, prefix: tuple[str | int, ...]) -> list[Problem]:

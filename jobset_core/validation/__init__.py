@@ -19,7 +19,9 @@ Rule ids:
 
 * input (whole-file problems of :func:`jobset_core.load_jobset`, within
   :mod:`jobset_core.limits`): ``read``, ``file-size``, ``not-utf8``, ``yaml``, ``yaml-depth``,
-  ``yaml-aliases``, ``kind``; for Python data ``depth``, ``cycle``, ``too-many-nodes``;
+  ``yaml-aliases``, ``yaml-duplicate-key``, ``too-many-documents``, ``kind``, ``object-size``
+  (larger than the API server reads in one request); for Python data ``depth``, ``cycle``,
+  ``too-many-nodes``;
 * model (as :func:`jobset_core.load_jobset` reports them): ``unknown-field`` and pydantic's
   error types (``literal_error``, ``missing``, ``greater_than_equal``, ...);
 * the target namespace (``validate(..., namespace=...)``): ``namespace-mismatch``;

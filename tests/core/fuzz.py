@@ -34,7 +34,18 @@ Path_ = tuple[str | int, ...]
 
 #: Our rules that report a whole file (no field path): reading, size, encoding, YAML, kind.
 FILE_RULES = frozenset(
-    {"read", "file-size", "not-utf8", "yaml", "yaml-depth", "yaml-aliases", "kind", "type"}
+    {
+        "read",
+        "file-size",
+        "not-utf8",
+        "yaml",
+        "yaml-depth",
+        "yaml-aliases",
+        "too-many-documents",
+        "kind",
+        "object-size",
+        "type",
+    }
 )
 
 
