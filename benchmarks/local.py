@@ -13,6 +13,9 @@ DAG-file import          ``airflow_provider_jobset.operators``   the ``job`` ope
                                                                  ``cncf.kubernetes``
 operator from YAML       ``JobSetOperator(jobset=text)``         ``KubernetesJobOperator(job_
                                                                  template_file=...)`` / YAML load
+validation at scale      load + validate 1,000 and 5,000         ``yaml.load_all`` of the same
+                         replicated jobs, a file of 10,000       text with libyaml (read, nothing
+                         JobSets                                 checked)
 =======================  ======================================  ===============================
 """
 
@@ -262,8 +265,128 @@ def _dagparse(ctx: Context) -> list[Figure]:
     ]
 
 
+def _replicated_job(index: int) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "busybox:1.36",
+        "command": ["sh", "-c", "echo hello"],
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+    }
+    pod = {"restartPolicy": "Never", "containers": [container]}
+    return {
+        "name": f"worker-{index}",
+        "replicas": 1,
+        "template": {"spec": {"completions": 1, "parallelism": 1, "template": {"spec": pod}}},
+    }
+
+
+def _scale_jobset(name: str, rjobs: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {"replicatedJobs": [_replicated_job(i) for i in range(rjobs)]},
+    }
+
+
+def measure_validation_scale(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Load + validate (as ``jobsetctl validate`` does) of one JobSet of each size in
+    ``spec["rjobs"]`` and of a file of ``spec["documents"]`` one-job JobSets, beside
+    ``yaml.load_all`` of the same text with libyaml; the best of ``spec["number"]`` each.
+    Runs in a fresh interpreter (``python -c``), warmed on a small JobSet first."""
+    import yaml
+
+    from jobset_core.models import load_jobsets
+    from jobset_core.validation import validate
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    def ours(text: str) -> None:
+        if any(validate(jobset) for jobset in load_jobsets(text)):
+            raise AssertionError("the benchmark's JobSets are invalid")
+
+    def best(call: Any, text: str) -> tuple[float, float]:
+        wall, cpu = [], []
+        for _ in range(int(spec["number"])):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            call(text)
+            wall.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+        return min(wall), min(cpu)
+
+    ours(yaml.safe_dump(_scale_jobset("warm", 3)))
+    inputs = [
+        ("rjobs", n, yaml.safe_dump(_scale_jobset("big", n), sort_keys=False))
+        for n in spec["rjobs"]
+    ]
+    documents = [_scale_jobset(f"js-{i}", 1) for i in range(int(spec["documents"]))]
+    inputs.append(("documents", len(documents), yaml.safe_dump_all(documents, sort_keys=False)))
+    found = []
+    for what, size, text in inputs:
+        wall, cpu = best(ours, text)
+        anchor, _ = best(lambda t: list(yaml.load_all(t, Loader=loader)), text)
+        found.append(
+            {
+                "what": what,
+                "size": size,
+                "bytes": len(text.encode()),
+                "ours": wall,
+                "cpu": cpu,
+                "anchor": anchor,
+                "loader": loader.__name__,
+            }
+        )
+    return found
+
+
+def _scale(ctx: Context) -> list[Figure]:
+    full = ctx.profile.name == "full"
+    number = 2 if full else 1
+    spec: dict[str, Any] = {
+        "rjobs": [1000, 5000] if full else [10, 20],
+        "documents": 10_000 if full else 20,
+        "number": number,
+    }
+    code = (
+        "import json, sys; from benchmarks.local import measure_validation_scale as m; "
+        "print(json.dumps(m(json.loads(sys.argv[1]))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(spec)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"validation at scale failed: {done.stderr[-2000:]}")
+    figures = []
+    for item in json.loads(done.stdout.strip().splitlines()[-1]):
+        what = (
+            f"{item['size']:,} replicated jobs in one JobSet"
+            if item["what"] == "rjobs"
+            else f"a file of {item['size']:,} JobSets"
+        )
+        figures.append(
+            Figure.of(
+                f"local: load + validate {what} (best of {number})",
+                "s",
+                item["ours"],
+                item["anchor"],
+                n=number,
+                anchor_name=f"yaml.load_all of the same text ({item['loader']}: read, nothing "
+                "checked)",
+                jobset_bytes=item["bytes"],
+                cpu=item["cpu"],
+            )
+        )
+    return figures
+
+
 def run(ctx: Context) -> list[Figure]:
     namespace = ctx.cluster.namespaces("bench-local", 1)[0]
     figures = _starts(ctx, namespace) + _validation(ctx, namespace) + _imports(ctx) + _dagparse(ctx)
+    figures += _scale(ctx)
     ctx.cluster.delete_namespaces([namespace])
     return figures
