@@ -15,8 +15,10 @@ __all__ = [
     "LIMITS",
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
+    "MAX_DOCUMENTS",
     "MAX_FILE_BYTES",
     "MAX_NODES",
+    "MAX_OBJECT_BYTES",
     "MAX_RENDERED_JOBS",
     "Limit",
     "limits_markdown",
@@ -41,6 +43,18 @@ MAX_ALIAS_NODES = 10_000
 #: as Python data rather than text.
 MAX_NODES = 1_000_000
 
+#: JobSet documents one file (or string, or standard input) may hold. A bound of this tool, not
+#: of Kubernetes (``kubectl`` reads any number): far above any real file (a sweep of a thousand
+#: JobSets is ten times below it), so that a generated file with a runaway loop fails at once.
+MAX_DOCUMENTS = 10_000
+
+#: The largest request body the API server reads (``MaxRequestBodyBytes`` of kube-apiserver,
+#: 3 MiB): a JobSet whose JSON is larger is answered ``413 Request Entity Too Large`` before any
+#: check. Measured as compact JSON, the smallest body ``kubectl``, client-go, the Python clients
+#: and this project send (a raw ``application/yaml`` body can be smaller; no client of note
+#: sends one).
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
+
 #: Child Jobs ``jobsetctl render`` builds at most (``render(..., max_jobs=...)``,
 #: :func:`jobset_core.render.check_job_count`); a JobSet with more is refused before any is
 #: built (a rendered Job takes about 2 KB of memory).
@@ -62,6 +76,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_DEPTH", MAX_DEPTH, "levels", "nesting of mappings and lists in a document"),
     Limit("MAX_ALIAS_NODES", MAX_ALIAS_NODES, "nodes", "nodes YAML aliases add to a file"),
     Limit("MAX_NODES", MAX_NODES, "nodes", "nodes of a JobSet given as Python data"),
+    Limit("MAX_DOCUMENTS", MAX_DOCUMENTS, "documents", "JobSet documents in a file"),
+    Limit("MAX_OBJECT_BYTES", MAX_OBJECT_BYTES, "bytes", "one JobSet, as compact JSON"),
     Limit("MAX_RENDERED_JOBS", MAX_RENDERED_JOBS, "Jobs", "child Jobs `jobsetctl render` builds"),
 )
 

@@ -30,7 +30,13 @@ from yaml.composer import Composer
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from jobset_core.errors import Problem, SpecError, format_path
-from jobset_core.limits import MAX_ALIAS_NODES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
+from jobset_core.limits import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    MAX_DOCUMENTS,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+)
 
 try:
     from yaml._yaml import CParser as _CParser
@@ -46,10 +52,6 @@ __all__ = [
     "read_bounded",
 ]
 
-#: JobSet documents one file (or string, or standard input) may hold. A bound of this tool, not
-#: of Kubernetes (``kubectl`` reads any number): far above any real file (a sweep of a thousand
-#: JobSets is ten times below it), so that a generated file with a runaway loop fails at once.
-MAX_DOCUMENTS = 10_000
 
 Loc = tuple[str | int, ...]
 

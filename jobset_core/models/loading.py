@@ -23,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from jobset_core.errors import Problem, SpecError, format_path
-from jobset_core.limits import MAX_FILE_BYTES
+from jobset_core.limits import MAX_FILE_BYTES, MAX_OBJECT_BYTES
 from jobset_core.models._base import to_plain, unknown_fields
 from jobset_core.models._input import (
     check_plain,
@@ -48,13 +48,6 @@ __all__ = [
 JobSetSource = JobSet | Mapping[str, Any] | str | os.PathLike[str]
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
-
-#: The largest request body the API server reads (``MaxRequestBodyBytes`` of kube-apiserver,
-#: 3 MiB): a JobSet whose JSON is larger is answered ``413 Request Entity Too Large`` before any
-#: check. Measured as compact JSON, the smallest body ``kubectl``, client-go, the Python clients
-#: and this project send (a raw ``application/yaml`` body can be smaller; no client of note
-#: sends one).
-MAX_OBJECT_BYTES = 3 * 1024 * 1024
 
 
 def load_jobset(source: JobSetSource, *, allow_unknown_fields: bool = False) -> JobSet:
