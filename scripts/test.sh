@@ -22,11 +22,28 @@ if ! make --no-print-directory cluster-up; then
   make --no-print-directory cluster-down || true
   exit 1
 fi
-trap 'step "devcluster: stop"; make --no-print-directory cluster-down' EXIT
+# The second cluster, without JobSet (no CRD, controller or webhooks; no real node, no Kueue):
+# the native backend's suite runs there too (tests marked `nojobset`, and tests/cluster/
+# test_nojobset.py). It starts in the background, beside the first pass (~15-60 s); the tests
+# that need it wait for it (`up` holds its state's lock), every other test goes on.
+export DEVCLUSTER_NOJOBSET_STATE_DIR=${DEVCLUSTER_NOJOBSET_STATE_DIR:-${DEVCLUSTER_STATE_DIR:-.devcluster}-nojobset}
+nojobset_env=(DEVCLUSTER_STATE_DIR="$DEVCLUSTER_NOJOBSET_STATE_DIR" DEVCLUSTER_JOBSET=0
+  DEVCLUSTER_REAL_NODE="${DEVCLUSTER_NOJOBSET_REAL_NODE:-0}")
+nojobset_up() {
+  local t0; t0=$(date +%s)
+  env -u KUBECONFIG "${nojobset_env[@]}" python3 tests/cluster/devcluster.py up --owner-pid $$ \
+    > "$logs/nojobset-up.log" 2>&1 && echo "[test.sh] cluster without JobSet up in $(( $(date +%s) - t0 ))s"
+}
+nojobset_down() {
+  env -u KUBECONFIG "${nojobset_env[@]}" python3 tests/cluster/devcluster.py down > /dev/null 2>&1
+}
+trap 'step "devcluster: stop"; nojobset_down; make --no-print-directory cluster-down' EXIT
 # Every log the suite writes is searched for credentials before the cluster (and the record
 # of the tokens it issued) goes away: pytest's output, its temporary folders, the Airflow
 # homes of the end-to-end tests, the devcluster's component logs.
 logs=$(mktemp -d -t jobset-test-logs-XXXXXX)
+step "devcluster without JobSet: started, beside the steps below"
+nojobset_up &
 
 passes=0
 run_pytest() {
@@ -53,8 +70,8 @@ kfp_select=(-m "kfp or not cluster")
 not_alone=(-m "not alone"); only_alone=(-m alone)
 case "${DEVCLUSTER_REAL_NODE:-1}" in
   0|false|no|off)
-    kfp_select=(-m "(kfp or not cluster) and not realnode")
-    not_alone=(-m "not alone and not realnode"); only_alone=(-m "alone and not realnode")
+    kfp_select=(-m "(${kfp_select[1]}) and not realnode")
+    not_alone=(-m "${not_alone[1]} and not realnode"); only_alone=(-m "${only_alone[1]} and not realnode")
     echo "DEVCLUSTER_REAL_NODE=${DEVCLUSTER_REAL_NODE}: real-node tests deselected" ;;
 esac
 # Likewise the Kueue tests without Kueue (DEVCLUSTER_KUEUE=0, or DEVCLUSTER_JOBSET=0).
@@ -114,6 +131,11 @@ airflow_homes=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'jobset-*airflow*' -new
 # shellcheck disable=SC2086
 python3 tests/cluster/logscan.py --state-dir "${DEVCLUSTER_STATE_DIR:-.devcluster}" \
   "$logs" "${DEVCLUSTER_STATE_DIR:-.devcluster}/logs" $airflow_homes || status=1
+# ... nor any secret of the cluster without JobSet (its own CA, keys and tokens).
+if [ -d "$DEVCLUSTER_NOJOBSET_STATE_DIR/logs" ]; then
+  python3 tests/cluster/logscan.py --state-dir "$DEVCLUSTER_NOJOBSET_STATE_DIR" \
+    "$logs" "$DEVCLUSTER_NOJOBSET_STATE_DIR/logs" || status=1
+fi
 
 step "result"
 if [ $status -eq 0 ]; then echo "make test: all green"; else echo "make test: FAILED"; fi

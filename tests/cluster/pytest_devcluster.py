@@ -18,10 +18,13 @@ Fixtures
     without Kueue FAILS the tests that need it (e.g. ``DEVCLUSTER_KUEUE=0``: deselect them with
     ``-m "not kueue"``).
 ``cluster_without_jobset`` (session)
-    A second devcluster without the JobSet controller, CRD and webhooks (``DEVCLUSTER_JOBSET=0``,
-    its own state folder ``.devcluster-nojobset/``, no real node unless
-    ``DEVCLUSTER_NOJOBSET_REAL_NODE=1``), for the native backend: started on first use, stopped at
-    the end of the session (or by its watchdog if the session dies).
+    A second devcluster without the JobSet controller, CRD and webhooks (``DEVCLUSTER_JOBSET=0``;
+    its own state folder, ``DEVCLUSTER_NOJOBSET_STATE_DIR``, else the main one's with
+    ``-nojobset`` appended, e.g. ``.devcluster-nojobset/``; no real node unless
+    ``DEVCLUSTER_NOJOBSET_REAL_NODE=1``), for the native backend: a healthy one is reused
+    (``scripts/test.sh`` starts it beside the main one), else started on first use (once for
+    all pytest-xdist workers) and stopped at the end of the session (or by its watchdog if the
+    session dies).
 ``real_node`` (session)
     The devcluster's real node (kubelet + containerd): its name, how to place a pod on it
     (:meth:`RealNode.place`), its images and its shared host folder. A cluster without a Ready
@@ -29,6 +32,12 @@ Fixtures
     ``-m "not realnode"``).
 
 Marker ``cluster``: every test carrying it gets the ``devcluster`` fixture automatically.
+Marker ``nojobset``: a native-backend cluster test that runs on both clusters, ``[jobset]`` on
+the devcluster and ``[nojobset]`` on ``cluster_without_jobset`` (its ``devcluster`` and
+``cluster_namespace`` are that cluster's). Its keyword arguments narrow the second run to the
+parameters given, e.g. ``@pytest.mark.nojobset(backend="native")`` on a test parametrized over
+both backends, or ``@pytest.mark.nojobset(False)`` to keep one test of a marked class on the
+devcluster only (see :func:`pytest_generate_tests`).
 Marker ``realnode``: the test runs containers on the real node (gets ``real_node``; implies
 ``cluster``). Marker ``kueue``: the test queues JobSets with Kueue (gets ``kueue``; implies
 ``cluster``).
@@ -82,6 +91,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "nojobset(**params): a native-backend cluster test that also runs on the cluster "
+        "without JobSet ([jobset] / [nojobset]); params narrow the second run, "
+        "nojobset(False) keeps a test of a marked class off it",
+    )
+    config.addinivalue_line(
+        "markers",
         "alone: needs the cluster to itself (restarts its components, or loads the machine "
         "so much that timings beside it mean nothing); scripts/test.sh runs these after the "
         "parallel pass, one at a time",
@@ -106,12 +121,54 @@ def _owner_of(state: Path) -> int | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The controller of a parallel run stops the cluster one of its workers started."""
-    if hasattr(config, "workerinput") or os.environ.get("DEVCLUSTER_KUBECONFIG"):
+    """The session (or the controller of a parallel run) stops the clusters it or one of its
+    workers started."""
+    if hasattr(config, "workerinput"):
+        return
+    nojobset = _nojobset_state_dir()
+    if _owner_of(nojobset) == os.getpid() and _healthy(nojobset):
+        env = _nojobset_env(nojobset)
+        subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False, env=env)
+    if os.environ.get("DEVCLUSTER_KUBECONFIG"):
         return
     state = _state_dir()
     if _owner_of(state) == os.getpid() and _healthy(state):
         subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
+
+
+#: The two clusters a ``nojobset`` test runs on (the ``devcluster`` fixture's parameter).
+WITH_JOBSET, WITHOUT_JOBSET = "jobset", "nojobset"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``nojobset`` runs on both clusters: ``devcluster`` (and with it
+    ``cluster_namespace``) is parametrized, session-wide, with the two."""
+    marker = metafunc.definition.get_closest_marker("nojobset")
+    if marker is None or (marker.args and not marker.args[0]):
+        return
+    if "devcluster" not in metafunc.fixturenames:
+        return
+    metafunc.parametrize(
+        "devcluster", [WITH_JOBSET, WITHOUT_JOBSET], indirect=True, scope="session"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.nojobset(backend="native")``: the run on the cluster without JobSet only
+    for the parameters named (the others are deselected)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("nojobset")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        second = marker is not None and params.get("devcluster") == WITHOUT_JOBSET
+        if second and any(params.get(k, v) != v for k, v in marker.kwargs.items()):
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def _wants_cluster(item: pytest.Item) -> bool:
@@ -343,6 +400,9 @@ def _check_api(dc: DevCluster) -> None:
 
 @pytest.fixture(scope="session")
 def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
+    if getattr(request, "param", WITH_JOBSET) == WITHOUT_JOBSET:  # a ``nojobset`` test
+        yield request.getfixturevalue("cluster_without_jobset")
+        return
     explicit = os.environ.get("DEVCLUSTER_KUBECONFIG")
     if explicit:
         path = Path(explicit)
@@ -369,18 +429,15 @@ def devcluster(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
         subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False)
         pytest.fail(f"could not start the devcluster: {e}", pytrace=False)
     # `up` finds a cluster that another session started meanwhile healthy and leaves it alone:
-    # then it is not ours to stop.
+    # then it is not ours to stop. Ours is stopped by pytest_unconfigure, not here: a session
+    # with ``nojobset`` tests sets this fixture up again each time the cluster changes.
     dc = DevCluster(
         kubeconfig=state / "kubeconfig",
         started_here=_owner_of(state) == os.getpid(),
         state_dir=state,
     )  # a worker's cluster belongs to its controller: started_here is false there
-    try:
-        _check_api(dc)
-        yield dc
-    finally:
-        if dc.started_here:
-            _run_devcluster(["down"], request, stream=False)
+    _check_api(dc)
+    yield dc
 
 
 @dataclass
@@ -472,16 +529,14 @@ def kueue(devcluster: DevCluster) -> str:
 
 
 def _nojobset_state_dir() -> Path:
-    """One state folder per test process (pytest-xdist workers each start their own)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    name = ".devcluster-nojobset" + (f"-{worker}" if worker else "")
-    return HERE.parent.parent / name
+    """The state folder of the cluster without JobSet (one for all pytest-xdist workers):
+    ``DEVCLUSTER_NOJOBSET_STATE_DIR``, else the main one's with ``-nojobset`` appended."""
+    default = f"{_state_dir()}-nojobset"
+    return Path(os.environ.get("DEVCLUSTER_NOJOBSET_STATE_DIR") or default).resolve()
 
 
-@pytest.fixture(scope="session")
-def cluster_without_jobset(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
-    """A devcluster without JobSet (no CRD, controller or webhooks), started on first use."""
-    state = _nojobset_state_dir()
+def _nojobset_env(state: Path) -> dict[str, str]:
+    """``devcluster.py``'s environment for the cluster without JobSet in ``state``."""
     env = dict(
         os.environ,
         DEVCLUSTER_STATE_DIR=str(state),
@@ -489,12 +544,24 @@ def cluster_without_jobset(request: pytest.FixtureRequest) -> Iterator[DevCluste
         DEVCLUSTER_REAL_NODE=os.environ.get("DEVCLUSTER_NOJOBSET_REAL_NODE", "0"),
     )
     env.pop("KUBECONFIG", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def cluster_without_jobset(request: pytest.FixtureRequest) -> Iterator[DevCluster]:
+    """A devcluster without JobSet (no CRD, controller or webhooks): a healthy one is reused,
+    else one is started (it belongs to the session, or to the controller of a parallel run,
+    and is stopped at its end: here, or in :func:`pytest_unconfigure`)."""
+    state = _nojobset_state_dir()
+    env = _nojobset_env(state)
     started = False
     if not _healthy(state):
+        owner = str(_owner_pid())
         try:
-            _run_devcluster(["up", "--owner-pid", str(os.getpid())], request, True, env)
+            _run_devcluster(["up", "--owner-pid", owner], request, True, env)
         except Exception as e:
-            subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False, env=env)
+            if _owner_of(state) == int(owner):
+                subprocess.run([sys.executable, str(DEVCLUSTER_PY), "down"], check=False, env=env)
             pytest.fail(f"could not start the devcluster without JobSet: {e}", pytrace=False)
         started = _owner_of(state) == os.getpid()
     dc = DevCluster(kubeconfig=state / "kubeconfig", started_here=started, state_dir=state)

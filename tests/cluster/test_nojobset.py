@@ -1,8 +1,11 @@
 """A second devcluster without JobSet (``DEVCLUSTER_JOBSET=0``): the fixture starts it, its
-API serves no ``jobset.x-k8s.io``, and plain batch Jobs still run on its kwok nodes."""
+API serves no ``jobset.x-k8s.io``, plain batch Jobs still run on its kwok nodes, and ``auto``
+chooses the native backend there. The native backend's own suite runs there too (tests marked
+``nojobset``, e.g. ``tests/core/test_run_native.py``)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,6 +16,7 @@ import pytest
 from tests.cluster.pytest_devcluster import DEVCLUSTER_PY
 
 pytestmark = pytest.mark.cluster
+ANCHOR = "jobset-core/anchor=native"
 
 
 def test_a_cluster_without_jobset_runs_plain_jobs(cluster_without_jobset):
@@ -51,5 +55,56 @@ def test_a_cluster_without_jobset_runs_plain_jobs(cluster_without_jobset):
             timeout=60,
             desc="the Job to succeed",
         )
+    finally:
+        dc.delete_namespace(ns)
+
+
+def test_auto_chooses_native_where_the_jobset_api_is_not_served(cluster_without_jobset, tmp_path):
+    """``jobsetctl run`` without ``--backend`` (``auto``) runs the native backend there, and
+    ``status`` and ``delete`` find the run without being told its backend."""
+    from jobset_core import cli as jobsetctl
+
+    dc = cluster_without_jobset
+    notes = {"devcluster/run-seconds": "0.5", "devcluster/termination-message": '{"ok": 1}'}
+    pod = {
+        "metadata": {"annotations": notes},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "w:1"}]},
+    }
+    body = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "auto"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "w", "replicas": 2, "template": {"spec": {"template": pod}}}
+            ]
+        },
+    }
+    path = tmp_path / "auto.yaml"
+    path.write_text(json.dumps(body))
+    ns = dc.create_namespace("auto")
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        base = ["--kubeconfig", str(dc.kubeconfig), "-n", ns]
+        code = jobsetctl.main([*args, *base], stdout=out, stderr=err, stdin=io.StringIO())
+        return code, out.getvalue(), err.getvalue()
+
+    try:
+        code, out, err = cli("run", str(path), "--timeout", "90")
+        assert code == 0, out + err
+        code, out, err = cli("status", "auto")
+        assert code == 0, err
+        assert out.startswith("backend: native uid: ") and "Completed" in out, out
+        anchors = dc.core.list_namespaced_config_map(ns, label_selector=ANCHOR).items
+        assert [a.metadata.name for a in anchors] == ["auto"]
+        jobs = dc.batch.list_namespaced_job(
+            ns, label_selector="jobset.sigs.k8s.io/jobset-name=auto"
+        )
+        assert sorted(j.metadata.name for j in jobs.items) == ["auto-w-0", "auto-w-1"]
+        assert [s.metadata.name for s in dc.core.list_namespaced_service(ns).items] == ["auto"]
+        code, out, err = cli("delete", "auto", "--wait")
+        assert code == 0, err
+        assert dc.core.list_namespaced_config_map(ns, label_selector=ANCHOR).items == []
     finally:
         dc.delete_namespace(ns)

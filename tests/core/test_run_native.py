@@ -130,8 +130,11 @@ async def until(check: Callable[[], Any], timeout: float = 60.0, desc: str = "it
 
 
 @pytest.mark.cluster
+@pytest.mark.nojobset(flavour="async")
 class TestOnCluster:
-    """Real runs; each test runs with the sync and the async backend."""
+    """Real runs; each test runs with the sync and the async backend on the devcluster, and
+    with the async one on the cluster without JobSet (``[nojobset]``: no CRD, controller or
+    pod webhook there)."""
 
     async def test_success_all(
         self, native: RunFace, cluster_namespace: str, devcluster: Any
@@ -570,6 +573,7 @@ class TestOnCluster:
             await native.submit(js, namespace=cluster_namespace)
         assert everything(devcluster, cluster_namespace, "huge") == []
 
+    @pytest.mark.nojobset(False)  # the private apiserver is ready once it serves JobSets
     async def test_apiserver_stopped_and_restarted_during_a_wait(
         self, flavour: str, cluster_namespace: str, devcluster: Any, tmp_path: Path
     ) -> None:

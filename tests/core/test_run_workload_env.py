@@ -48,6 +48,7 @@ def _jobs(devcluster: Any, namespace: str, name: str, want: int) -> list[Any]:
         time.sleep(0.5)
 
 
+@pytest.mark.nojobset(backend="native")
 @pytest.mark.parametrize("backend", ["controller", "native"])
 @pytest.mark.parametrize("inject", [True, False], ids=["inject", "no-inject"])
 async def test_the_child_jobs_carry_the_variables(
