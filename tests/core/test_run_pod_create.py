@@ -138,12 +138,12 @@ async def resumed_after(
             except NotFound:  # not created yet
                 await asyncio.sleep(0.1)
         assert found is not None
-        devcluster.wait_for(
-            lambda: devcluster.batch.list_namespaced_job(namespace).items,
-            30,
-            interval=0.2,
-            desc="the suspended Jobs",
-        )
+        for _ in range(300):  # on this loop: a native run's first pass creates them here
+            if (await asyncio.to_thread(devcluster.batch.list_namespaced_job, namespace)).items:
+                break
+            await asyncio.sleep(0.1)
+        jobs = await asyncio.to_thread(devcluster.batch.list_namespaced_job, namespace)
+        assert jobs.items, "the suspended Jobs were never created"
         assert not waiting.done()
         change()
         await run.runs.set_suspend(found.handle, False)
