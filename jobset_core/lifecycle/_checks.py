@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobset_core.admission import cluster_trouble
 from jobset_core.backends import BackendProtocol
 from jobset_core.errors import ApiError, Conflict, Forbidden, NotFound, Problem
 from jobset_core.models import JobSet
@@ -122,15 +123,17 @@ async def _send(client: Client, probe: Probe, namespace: str, answers: _Answers)
     except Conflict:
         return _EXISTS if not probe.path else None  # a child of that name: the run's own
     except Forbidden as error:
-        if error.by_admission:
-            answers.problems.extend(refusal_problems(probe, error))
-        else:
+        if not error.by_admission:  # the authorizer: this identity may not create them
             plural = probe.resource.plural
             answers.unchecked.setdefault(
                 plural,
                 f"{plural} not checked by the server: this identity may not create them (a "
                 "dry run needs the create verb: the optional server-checks Role grants it)",
             )
+        elif cluster_trouble(error.message):
+            _trouble(probe, error, answers)
+        else:
+            answers.problems.extend(refusal_problems(probe, error))
         return None
     except NotFound as error:
         where = "metadata.namespace" if not probe.path else probe.path
@@ -138,6 +141,9 @@ async def _send(client: Client, probe: Probe, namespace: str, answers: _Answers)
         answers.problems.append(Problem(where, message, "server"))
         return None
     except ApiError as error:
+        if cluster_trouble(error.message):  # a webhook that cannot be called: not a refusal
+            _trouble(probe, error, answers)
+            return None
         webhook = unsupported_dry_run(error)
         if webhook is not None:
             answers.unchecked.setdefault(
@@ -150,3 +156,12 @@ async def _send(client: Client, probe: Probe, namespace: str, answers: _Answers)
             raise
         answers.problems.extend(refusal_problems(probe, error))
         return None
+
+
+def _trouble(probe: Probe, error: ApiError, answers: _Answers) -> None:
+    """The cluster's own trouble (a webhook that cannot be called, a namespace being deleted):
+    the object is not judged, and that is said once."""
+    answers.unchecked.setdefault(
+        f"trouble:{probe.resource.plural}",
+        f"{probe.what} not judged by the server: {error.message or error}",
+    )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobset_core import labels
+from jobset_core.admission import read_refusal
 from jobset_core.defaults import with_defaults
 from jobset_core.errors import ApiError, Invalid, Problem
 from jobset_core.models import JobSet
@@ -152,18 +153,6 @@ def _without_owners(body: Any) -> Any:
 
 # ---------------------------------------------------------------------- refusals
 
-_PLUGINS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r'violates PodSecurity "([^"]+)"'), "PodSecurity"),
-    (re.compile(r"exceeded quota: ([\w.-]+)"), "ResourceQuota"),
-    (
-        re.compile(r"(maximum|minimum) \S+ usage per (Container|Pod|PersistentVolumeClaim)"),
-        "LimitRanger",
-    ),
-    (re.compile(r"limit to request ratio per (Container|Pod)"), "LimitRanger"),
-    (re.compile(r"error looking up service account"), "ServiceAccount"),
-    (re.compile(r'admission webhook "([^"]+)" denied the request'), "webhook"),
-    (re.compile(r"ValidatingAdmissionPolicy '([^']+)'"), "ValidatingAdmissionPolicy"),
-)
 #: How a cause of the API server's validation ends: the object it was said on.
 _SAID_ON = " (the API server, on "
 _SUBJECT = re.compile(r'^[\w.-]+ "[^"]*" is (forbidden|invalid): ')
@@ -171,21 +160,15 @@ _NO_DRY_RUN = re.compile(r'admission webhook "([^"]+)" does not support dry run'
 
 
 def admission_plugin(message: str) -> str | None:
-    """The admission plugin (or webhook, or policy) a refusal's message names, e.g.
-    ``PodSecurity "restricted:latest"``, ``ResourceQuota compute``, ``webhook
-    "vjobset.kb.io"``; ``None`` when it names none (the API server's own validation)."""
-    for pattern, plugin in _PLUGINS:
-        found = pattern.search(message)
-        if found is None:
-            continue
-        if plugin == "PodSecurity":
-            return f'PodSecurity "{found.group(1)}"'
-        if plugin == "ResourceQuota":
-            return f"ResourceQuota {found.group(1)}"
-        if plugin in ("webhook", "ValidatingAdmissionPolicy"):
-            return f'{plugin} "{found.group(1)}"'
-        return plugin
-    return None
+    """The admission step a refusal's message names (``PodSecurity "restricted:latest"``,
+    ``ResourceQuota compute``, ``LimitRange``, ``ServiceAccount``, ``admission webhook
+    "vjobset.kb.io"``, ``ValidatingAdmissionPolicy no-latest``), read as the judge reads the Job
+    controller's refusals (:func:`jobset_core.admission.read_refusal`); ``None`` for the API
+    server's own validation, or a plugin it does not name."""
+    refusal = read_refusal(message)
+    if refusal is None or refusal.kind in ("invalid", "admission"):
+        return None
+    return refusal.plugin
 
 
 def unsupported_dry_run(error: ApiError) -> str | None:

@@ -36,15 +36,15 @@ from tests.cluster.bodies import jobset, replicated_job
         ),
         (
             'pods "w" is forbidden: maximum cpu usage per Container is 1, but limit is 2',
-            "LimitRanger",
+            "LimitRange",
         ),
         (
             'pods "w" is forbidden: minimum memory usage per Pod is 1Gi, but request is 1Mi',
-            "LimitRanger",
+            "LimitRange",
         ),
         (
             "cpu max limit to request ratio per Container is 2, but provided ratio is 4",
-            "LimitRanger",
+            "LimitRange",
         ),
         (
             'pods "w" is forbidden: error looking up service account ns/nobody: '
@@ -53,16 +53,21 @@ from tests.cluster.bodies import jobset, replicated_job
         ),
         (
             'admission webhook "vjobset.kb.io" denied the request: spec: Invalid value',
-            'webhook "vjobset.kb.io"',
+            'admission webhook "vjobset.kb.io"',
         ),
         (
             "jobs.batch \"w\" is forbidden: ValidatingAdmissionPolicy 'no-latest' with binding "
             "'no-latest' denied request: images must be pinned",
-            'ValidatingAdmissionPolicy "no-latest"',
+            "ValidatingAdmissionPolicy no-latest",
         ),
         # The API server's own validation names no plugin.
         ('Job.batch "w" is invalid: spec.template.spec.containers[0].image: Required value', None),
         ("must be less than or equal to cpu limit of 1", None),
+        # The cluster's own trouble is no refusal.
+        (
+            'Internal error occurred: failed calling webhook "vjobset.kb.io": connection refused',
+            None,
+        ),
     ],
 )
 def test_the_plugin_a_refusal_names(message: str, plugin: str | None) -> None:

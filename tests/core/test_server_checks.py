@@ -108,7 +108,7 @@ def missing_account(body: dict[str, Any]) -> None:
 #: (case, how the good JobSet is spoiled, the plugin the refusal names)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("pod-security", privileged, 'PodSecurity "restricted:latest"'),
-    ("limit-range", over_the_limit, "LimitRanger"),
+    ("limit-range", over_the_limit, "LimitRange"),
     ("quota", over_the_quota, "ResourceQuota compute"),
     ("service-account", missing_account, "ServiceAccount"),
 ]
