@@ -60,6 +60,28 @@ def test_retry_policy_only_where_airflow_has_them() -> None:
             from airflow.sdk import ExceptionRetryPolicy  # noqa: F401
 
 
+@pytest.mark.airflow_min("3.3")
+@pytest.mark.parametrize(
+    ("error", "action"),
+    [
+        ("JobSetRestarting", "retry"),
+        ("JobSetPreempted", "retry"),
+        ("QueueRefused", "fail"),
+        ("PodsRefused", "fail"),
+        ("PodsCannotStart", "fail"),
+        ("JobSetFailed", "fail"),
+    ],
+)
+def test_the_retry_policy_fails_what_a_new_try_would_meet_again(error: str, action: str) -> None:
+    from jobset_core import errors
+
+    cls = getattr(errors, error)
+    instance = cls.__new__(cls)  # the policy goes by the class alone (no verdict needed)
+    Exception.__init__(instance, error)
+    decision = default_retry_policy().evaluate(instance, try_number=1, max_tries=5)
+    assert str(getattr(decision.action, "value", decision.action)).lower() == action, decision
+
+
 def test_task_state_store_falls_back_to_none() -> None:
     # A context without the store (Airflow < 3.3, or a hand-made context) means: reattach by
     # name and identity labels only.
