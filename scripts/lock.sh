@@ -4,7 +4,8 @@
 # scripts/venv.sh and never resolve anything themselves).
 #
 #   scripts/lock.sh airflow        the main Airflow side (newest Airflow 3, lint and test tools)
-#   scripts/lock.sh kfp            the KFP side (kfp pins kubernetes<31)
+#   scripts/lock.sh kfp            the KFP side (kfp pins kubernetes<31; kubernetes_asyncio held
+#                                  at the core's floor: requirements/kfp-floor.in)
 #   scripts/lock.sh docs           the docs site, the benchmarks' charts and the release build
 #   scripts/lock.sh airflow-3.N    the matrix side of one older Airflow 3 minor: its newest
 #                                  patch, with PyPI as it was on that patch's release day
@@ -49,7 +50,8 @@ PY
 
 case $side in
   airflow) compile pyproject.toml --extra airflow --extra test --extra lint -o requirements/airflow.txt ;;
-  kfp) compile pyproject.toml --extra kfp --extra test --extra lint -o requirements/kfp.txt ;;
+  kfp) compile pyproject.toml --extra kfp --extra test --extra lint \
+         -c requirements/kfp-floor.in -o requirements/kfp.txt ;;
   docs) compile pyproject.toml --extra docs --extra bench --extra release --extra test -o requirements/docs.txt ;;
   airflow-3.*)
     # The newest patch of the minor, with everything else as Airflow's constraints for that

@@ -77,9 +77,6 @@ async def locate(
         IdentityMismatch: it exists but does not match ``uid`` / ``identity``.
     """
     kinds = await kinds_for(client, choice)
-    if len(kinds) == 1:  # one to look at: its own answer stands
-        backend = make_backend(client, kinds[0], **options)
-        return backend, await backend.attach(name, namespace=namespace, uid=uid, identity=identity)
     missing: list[str] = []
     for kind in kinds:
         backend = make_backend(client, kind, **options)
@@ -89,7 +86,7 @@ async def locate(
             missing.append("JobSet" if kind == "controller" else "native anchor ConfigMap")
             continue
         except IdentityMismatch:
-            if kind == "native":  # a ConfigMap of that name, not an anchor
+            if kind == "native" and len(kinds) > 1:  # a ConfigMap of that name, not an anchor
                 missing.append("native anchor ConfigMap")
                 continue
             raise

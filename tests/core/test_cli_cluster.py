@@ -191,6 +191,7 @@ def test_status_delete_and_logs(cli: Cli, tmp_path: Path) -> None:
     assert code == 1 and "not found" in err
 
 
+@pytest.mark.nojobset  # also where "auto" can only be native: the same words when it is gone
 def test_status_delete_and_logs_find_a_native_run_without_backend(
     cli: Cli, tmp_path: Path, devcluster: Any, cluster_namespace: str
 ) -> None:
