@@ -64,17 +64,23 @@ def _inproc(ctx: Context, spec: dict[str, Any]) -> Any:
         AIRFLOW_HOME=str(ctx.work / "airflow-home"),
         KUBECONFIG=str(ctx.cluster.kubeconfig),
     )
+    args = ["-m", "benchmarks.inproc", json.dumps(spec)]
+    return _python(args, f"benchmarks.inproc {spec['what']}", timeout=600, env=env)
+
+
+def _python(args: list[str], what: str, *, timeout: float, env: Any = None) -> Any:
+    """The last line of a fresh interpreter's output, as JSON (``what`` names it in errors)."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.inproc", json.dumps(spec)],
+        [sys.executable, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         check=False,
-        timeout=600,
+        timeout=timeout,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"benchmarks.inproc {spec['what']} failed: {done.stderr[-2000:]}")
+        raise RuntimeError(f"{what} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -351,18 +357,9 @@ def _scale(ctx: Context) -> list[Figure]:
         "import json, sys; from benchmarks.local import measure_validation_scale as m; "
         "print(json.dumps(m(json.loads(sys.argv[1]))))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(spec)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"validation at scale failed: {done.stderr[-2000:]}")
+    measured = _python(["-c", code, json.dumps(spec)], "validation at scale", timeout=1800)
     figures = []
-    for item in json.loads(done.stdout.strip().splitlines()[-1]):
+    for item in measured:
         what = (
             f"{item['size']:,} replicated jobs in one JobSet"
             if item["what"] == "rjobs"

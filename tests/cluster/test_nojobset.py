@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests.cluster.bodies import jobset, replicated_job
 from tests.cluster.pytest_devcluster import DEVCLUSTER_PY
 
 pytestmark = pytest.mark.cluster
@@ -66,20 +67,7 @@ def test_auto_chooses_native_where_the_jobset_api_is_not_served(cluster_without_
 
     dc = cluster_without_jobset
     notes = {"devcluster/run-seconds": "0.5", "devcluster/termination-message": '{"ok": 1}'}
-    pod = {
-        "metadata": {"annotations": notes},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "w:1"}]},
-    }
-    body = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "auto"},
-        "spec": {
-            "replicatedJobs": [
-                {"name": "w", "replicas": 2, "template": {"spec": {"template": pod}}}
-            ]
-        },
-    }
+    body = jobset("auto", replicated_job("w", replicas=2, annotations=notes))
     path = tmp_path / "auto.yaml"
     path.write_text(json.dumps(body))
     ns = dc.create_namespace("auto")

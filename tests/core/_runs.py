@@ -184,4 +184,12 @@ async def open_face(
         yield RunFace(flavour, kubeconfig, kind, shared=lifecycle, **options)
 
 
-__all__ = ["FLAVOURS", "JobSetGone", "RunFace", "open_face", "outcome_of"]
+def run_request(js: Any, namespace: str, backend: str, *, timeout: float, **fields: Any) -> Any:
+    """A ``RunRequest`` of ``js`` in ``namespace`` on ``backend``, within ``timeout`` seconds."""
+    from jobset_core.lifecycle import Deadline, RunRequest
+
+    deadline = Deadline(timeout=timeout)
+    return RunRequest(jobset=js, namespace=namespace, backend=backend, deadline=deadline, **fields)
+
+
+__all__ = ["FLAVOURS", "JobSetGone", "RunFace", "open_face", "outcome_of", "run_request"]

@@ -32,7 +32,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -256,3 +256,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(
             "upstream_example", example_params(search_upstream_examples()), indirect=True
         )
+
+
+# -- runs on the devcluster, each backend ---------------------------------------------------
+
+
+@pytest.fixture(params=["controller", "native"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend in turn (a module's own ``backend`` fixture takes precedence)."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def run(devcluster: Any) -> AsyncIterator[Any]:
+    """The lifecycle on the devcluster, in a session of its own (a module's own ``run``
+    fixture takes precedence)."""
+    from jobset_core.lifecycle import ClientSettings, session
+
+    async with session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as lifecycle:
+        yield lifecycle

@@ -8,13 +8,11 @@ Event shapes are the observer's trimmed ones.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import pytest
 
 from jobset_core import labels as L
-from jobset_core.policy._time import format_time, parse_time
 from jobset_core.policy.pod_create import (
     FAILED_CREATE,
     PODS_REFUSED,
@@ -24,8 +22,8 @@ from jobset_core.policy.pod_create import (
     read_refusal,
 )
 
-T0 = "2026-12-01T10:00:00Z"
-NOW = parse_time(T0).timestamp()  # type: ignore[union-attr]
+# The same clock as the pod start rules' table: times from ``T0``, ``NOW`` its epoch.
+from tests.core.test_policy_pod_start import NOW, T0, at
 
 PSA = (
     'Error creating: pods "js-w-0-0-mp8wb" is forbidden: violates PodSecurity "restricted:latest": '
@@ -45,10 +43,6 @@ NO_SA = (
     'Error creating: pods "js-w-0-0-" is forbidden: error looking up service account '
     'ns/trainer: serviceaccount "trainer" not found'
 )
-
-
-def at(seconds: float) -> str:
-    return format_time(dt.datetime.fromtimestamp(NOW + seconds, dt.timezone.utc))
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from jobset_core import labels
 from jobset_core.lifecycle import (
     ClientSettings,
     Deadline,
+    Finished,
     Lifecycle,
     LogLine,
     LogOptions,
@@ -26,19 +27,24 @@ from jobset_core.lifecycle import (
 )
 from jobset_core.lifecycle._logs import CURSOR_ANNOTATION
 from jobset_core.models import JobSet
+from tests.core._runs import run_request
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
-
-
-@pytest.fixture(params=["controller", "native"])
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture
 async def run(devcluster: Any) -> AsyncIterator[Lifecycle]:
     async with fresh_run(devcluster) as made:
         yield made
+
+
+async def logged(
+    run: Lifecycle, js: JobSet, namespace: str, backend: str, *, timeout: float, logs: LogOptions
+) -> tuple[Finished, list[LogLine]]:
+    """Execute the run, its logs followed as ``logs`` says: how it ended, and the lines."""
+    lines: list[LogLine] = []
+    request = run_request(js, namespace, backend, timeout=timeout, logs=logs)
+    return await run.execute(request, Reporter(log=lines.append)), lines
 
 
 def fresh_run(devcluster: Any) -> Any:
@@ -98,17 +104,8 @@ async def test_all_pods_of_every_attempt_with_their_prefix(
         ),
         failurePolicy={"maxRestarts": 1},
     )
-    lines: list[LogLine] = []
-    finished = await run.execute(
-        RunRequest(
-            jobset=js,
-            namespace=cluster_namespace,
-            backend=backend,  # type: ignore[arg-type]
-            deadline=Deadline(timeout=150),
-            logs=LogOptions(pods="all"),
-        ),
-        Reporter(log=lines.append),
-    )
+    every = LogOptions(pods="all")
+    finished, lines = await logged(run, js, cluster_namespace, backend, timeout=150, logs=every)
     assert finished.verdict.kind == "completed", finished.verdict
     pods = devcluster.core.list_namespaced_pod(
         cluster_namespace, label_selector=f"{labels.JOBSET_NAME}=alllogs"
@@ -127,18 +124,9 @@ async def test_the_total_cap_truncates_and_never_keeps_the_run_waiting(
 ) -> None:
     text = "\n".join(f"line {i:04d}" for i in range(200))  # 10 bytes a line
     js = _jobset("chatty", _rjob("w", 1, {"devcluster/log": text, "devcluster/run-seconds": "2"}))
-    lines: list[LogLine] = []
     started = time.monotonic()
-    finished = await run.execute(
-        RunRequest(
-            jobset=js,
-            namespace=cluster_namespace,
-            backend=backend,  # type: ignore[arg-type]
-            deadline=Deadline(timeout=90),
-            logs=LogOptions(max_bytes=55, max_bytes_per_second=None),
-        ),
-        Reporter(log=lines.append),
-    )
+    capped = LogOptions(max_bytes=55, max_bytes_per_second=None)
+    finished, lines = await logged(run, js, cluster_namespace, backend, timeout=90, logs=capped)
     assert finished.verdict.kind == "completed", finished.verdict
     assert [line.text for line in lines if not line.notice] == [f"line {i:04d}" for i in range(5)]
     notices = [line.text for line in lines if line.notice]

@@ -19,43 +19,29 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from jobset_core.errors import NotFound, PodsRefused
 from jobset_core.lifecycle import (
-    ClientSettings,
-    Deadline,
     Finished,
     Lifecycle,
     Reporter,
     RunRequest,
     error_for,
-    session,
 )
 from jobset_core.models import JobSet
 from jobset_core.outcome import Progress
 from jobset_core.policy.pod_create import FAILED_CREATE, PODS_REFUSED, QUOTA_GRACE
+from tests.core._runs import run_request
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
-BACKENDS = ["controller", "native"]
 #: Seconds from the first refusal to the verdict, at most.
 WITHIN = 20.0
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def run(devcluster: Any) -> AsyncIterator[Lifecycle]:
-    async with session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as lifecycle:
-        yield lifecycle
 
 
 def jobset(
@@ -74,13 +60,7 @@ def jobset(
 
 
 def request(js: JobSet, namespace: str, backend: str) -> RunRequest:
-    return RunRequest(
-        jobset=js,
-        namespace=namespace,
-        backend=backend,  # type: ignore[arg-type]
-        deadline=Deadline(timeout=120),
-        delete_policy="never",
-    )
+    return run_request(js, namespace, backend, timeout=120, delete_policy="never")  # type: ignore[no-any-return]
 
 
 async def execute(

@@ -9,7 +9,6 @@ are table-tested in ``test_policy_pod_start.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,27 +24,14 @@ from jobset_core.lifecycle import (
     Reporter,
     RunRequest,
     error_for,
-    session,
 )
 from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import PODS_CANNOT_START, Progress
 from jobset_core.policy.pod_start import PodStartRules
+from tests.core._runs import run_request
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
-
-BACKENDS = ["controller", "native"]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def run(devcluster: Any) -> AsyncIterator[Lifecycle]:
-    async with session(ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))) as lifecycle:
-        yield lifecycle
 
 
 def jobset(
@@ -88,13 +74,8 @@ async def execute(
 ) -> tuple[Finished, list[Progress], float]:
     said: list[Progress] = []
     started = time.time()
-    request = RunRequest(
-        jobset=js,
-        namespace=namespace,
-        backend=backend,  # type: ignore[arg-type]
-        deadline=Deadline(timeout=timeout),
-        pod_start=rules,
-        delete_policy=delete_policy,  # type: ignore[arg-type]
+    request = run_request(
+        js, namespace, backend, timeout=timeout, pod_start=rules, delete_policy=delete_policy
     )
     finished = await run.execute(request, Reporter(progress=said.append))
     return finished, said, time.time() - started

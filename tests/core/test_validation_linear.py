@@ -22,6 +22,7 @@ from jobset_core.defaults import with_defaults
 from jobset_core.models import load_jobset, load_jobsets
 from jobset_core.render import exclusive_annotations, identity
 from jobset_core.validation import _controller_annotations, validate
+from tests.cluster import bodies
 
 #: Calls for four times the input, over the calls for the input: linear work with fixed costs
 #: stays below 4; a part quadratic in the input pushes a sum like this far above.
@@ -60,28 +61,22 @@ def jobset(name: str, rjobs: int) -> dict[str, Any]:
     """Every rule that looks across replicated jobs has something to read: dependsOn, success
     and failure policy targets, a coordinator, volume claim templates."""
     names = [f"w{i}" for i in range(rjobs)]
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicatedJobs": [
-                replicated_job(
-                    i, **({"dependsOn": [{"name": "w0", "status": "Ready"}]} if i else {})
-                )
-                for i in range(rjobs)
-            ],
-            "successPolicy": {"operator": "All", "targetReplicatedJobs": names},
-            "failurePolicy": {
-                "maxRestarts": 1,
-                "rules": [{"name": "r", "action": "FailJobSet", "targetReplicatedJobs": names}],
-            },
-            "coordinator": {"replicatedJob": "w1"},
-            "volumeClaimPolicies": [
-                {"templates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["RWO"]}}]}
-            ],
+    rjob_list = [
+        replicated_job(i, **({"dependsOn": [{"name": "w0", "status": "Ready"}]} if i else {}))
+        for i in range(rjobs)
+    ]
+    claims = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["RWO"]}}]
+    return bodies.jobset(
+        name,
+        *rjob_list,
+        successPolicy={"operator": "All", "targetReplicatedJobs": names},
+        failurePolicy={
+            "maxRestarts": 1,
+            "rules": [{"name": "r", "action": "FailJobSet", "targetReplicatedJobs": names}],
         },
-    }
+        coordinator={"replicatedJob": "w1"},
+        volumeClaimPolicies=[{"templates": claims}],
+    )
 
 
 def calls(work: Callable[[], Any]) -> int:
