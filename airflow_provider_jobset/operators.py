@@ -45,7 +45,7 @@ from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
 from jobset_core import lifecycle as core
-from jobset_core.errors import JobSetGone, SpecError
+from jobset_core.errors import ConfigError, JobSetGone, SpecError, Unreachable
 from jobset_core.labels import KUEUE_QUEUE as QUEUE_LABEL
 from jobset_core.lifecycle import (
     DEFAULT_GRACE,
@@ -293,6 +293,9 @@ class JobSetOperator(BaseOperator):
         the task's identity (its admission: Pod Security, quotas, limits, webhooks). Nothing
         is created.
 
+        Without a cluster (no connection or kubeconfig, or none answers) it says so and the
+        offline checks stand.
+
         Raises:
             AirflowFailException: the JobSet is invalid, or the cluster refuses it (every
                 refusal with the JobSet's field path and the plugin that refused).
@@ -301,7 +304,11 @@ class JobSetOperator(BaseOperator):
         namespace = self._namespace()
         print(dump_yaml(self.prepare_jobset(identity, namespace)))
         request = self.build_request(identity, namespace)
-        checked = self._lifecycle(lambda lifecycle: lifecycle.check(request))
+        try:
+            checked = self._lifecycle(lambda lifecycle: lifecycle.check(request))
+        except (ConfigError, Unreachable) as err:  # no cluster here: the offline checks stand
+            self.log.warning("the cluster was not asked (%s): the offline checks passed", err)
+            return
         for line in checked.unchecked:
             self.log.warning("%s", line)
         if checked.problems:

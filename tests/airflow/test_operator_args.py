@@ -143,8 +143,17 @@ def test_invalid_spec_fails_with_field_paths_before_anything_is_created(
     assert path in str(err.value)
 
 
-def test_dry_run_prints_the_jobset(capsys: pytest.CaptureFixture[str]) -> None:
-    JobSetOperator(task_id="train", jobset=small(), namespace="ml").dry_run()
+def test_dry_run_prints_the_jobset(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # No cluster anywhere: the JobSet is printed, and the server checks are said to be skipped.
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    op = JobSetOperator(task_id="train", jobset=small(), namespace="ml")
+    said: list[str] = []
+    op.log.warning = lambda msg, *args: said.append(msg % args)  # type: ignore[method-assign]
+    op.dry_run()
+    assert len(said) == 1 and said[0].startswith("the cluster was not asked"), said
     out = capsys.readouterr().out
     assert (
         "kind: JobSet" in out and "namespace: ml" in out and "airflow-jobset/task-id: train" in out
