@@ -55,6 +55,10 @@ _TRANSIENT = (
     "status unknown for quota",  # the quota controller has not counted the namespace yet
     "at this time",  # LimitRanger or quota could not be read
     "because it is being terminated",  # the namespace goes; the Job goes with it
+    # The JobSet pod webhook holds an exclusive placement's follower pods until their leader
+    # is scheduled (upstream v0.12.0's own words: "leader pod not yet scheduled, not creating
+    # follower pod. this is an expected, transient error"; "expected 1 leader pod ...").
+    "this is an expected, transient error",
 )
 _POD_SECURITY = re.compile(r'violates PodSecurity "([^"]+)"')
 _EXCEEDED = re.compile(

@@ -137,6 +137,12 @@ def test_refusals_are_read_from_the_servers_words(
         'job-controller" cannot create resource "pods" in API group "" in the namespace "ns"',
         "Error creating: Timeout: request did not complete within requested timeout",
         "Error creating: the server was unable to return a response in the time allotted",
+        # The JobSet pod webhook holds an exclusive placement's followers for their leader
+        # (upstream v0.12.0's words): found under load, where the leader schedules late.
+        'Error creating: admission webhook "vpod.kb.io" denied the request: leader pod not yet '
+        "scheduled, not creating follower pod. this is an expected, transient error",
+        'Error creating: admission webhook "vpod.kb.io" denied the request: expected 1 leader '
+        "pod (js-w-0-0), but got 0. this is an expected, transient error",
     ],
 )
 def test_the_clusters_own_trouble_is_never_a_refusal(message: str) -> None:

@@ -213,7 +213,7 @@ async def test_success_any_with_targets_ends_other_jobs(
         successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]},
     )
     _handle, outcome, _ = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     counts = {c.name: c for c in outcome.replicated_jobs}
     assert counts["driver"].succeeded == 1 and counts["workers"].succeeded == 0
     # Upstream deletes the still-active worker Jobs of a completed JobSet.
@@ -274,7 +274,7 @@ async def test_restart_ignoring_max_restarts(backend: RunFace, cluster_namespace
         },
     )
     _, outcome, recorder = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     assert (outcome.restarts, outcome.restarts_count_towards_max) == (2, 0)
     assert any(e.reason == "FailurePolicy_always" for e in recorder.events)
 
@@ -313,7 +313,7 @@ async def test_in_order_startup(backend: RunFace, cluster_namespace: str) -> Non
         startupPolicy={"startupPolicyOrder": "InOrder"},
     )
     _, outcome, recorder = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     first, second = recorder.counts("first"), recorder.counts("second")
     started = first_started(second)
     assert started is not None
@@ -330,7 +330,7 @@ async def test_depends_on_complete(backend: RunFace, cluster_namespace: str) -> 
         rjob("train", 2, dependsOn=[{"name": "prepare", "status": "Complete"}]),
     )
     _, outcome, recorder = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     started = first_started(recorder.counts("train"))
     assert started is not None
     assert recorder.counts("prepare")[started][2] == 1  # prepare had succeeded
@@ -353,7 +353,7 @@ async def test_suspend_then_resume(
     assert not devcluster.core.list_namespaced_pod(cluster_namespace).items
     await backend.set_suspend(handle, False)
     outcome = await backend.wait(handle, timeout=WAIT)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
 
 
 async def test_exclusive_placement_gives_distinct_zones(
@@ -368,7 +368,7 @@ async def test_exclusive_placement_gives_distinct_zones(
         annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": ZONE},
     )
     _, outcome, _ = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     zones = {n: lbl[ZONE] for n, lbl in devcluster.node_labels().items() if ZONE in lbl}
     by_job: dict[str, set[str]] = {}
     for pod in devcluster.core.list_namespaced_pod(cluster_namespace).items:
@@ -384,7 +384,7 @@ async def test_ttl_deletes_the_finished_jobset(
 ) -> None:
     jobset = manifest("ttl", rjob("workers"), ttlSecondsAfterFinished=1)
     _, outcome, _ = await run(backend, jobset, cluster_namespace)
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     devcluster.wait_for(nothing_left(devcluster, cluster_namespace), 60, desc="TTL deletion")
 
 
@@ -698,7 +698,7 @@ async def test_apiserver_stopped_and_restarted_during_a_watch(
     assert not problems, problems
     # The end was seen through the restarted server: the JobSet finished while it was down.
     assert restarted_at and returned_at > restarted_at[0]
-    assert outcome.phase is Phase.COMPLETED
+    assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
     assert outcome.replicated_jobs[0].succeeded == 2
 
 
