@@ -584,6 +584,7 @@ class TestOnCluster:
         server = PrivateApiServer(devcluster, tmp_path)
         server.start()
         running = threading.Event()
+        over = threading.Event()  # the test ended: never start the server again
         problems: list[BaseException] = []
         restarted_at: list[float] = []
 
@@ -591,6 +592,8 @@ class TestOnCluster:
             try:
                 if not running.wait(60):
                     raise AssertionError("the run never started")
+                if over.is_set():
+                    return
                 server.stop()
                 done = f"{labels.JOBSET_NAME}=outage"
 
@@ -602,6 +605,8 @@ class TestOnCluster:
 
                 devcluster.wait_for(finished, timeout=60, desc="the Jobs to finish")
                 time.sleep(1)
+                if over.is_set():  # a start now would outlive the test (a leaked apiserver)
+                    return
                 restarted_at.append(time.monotonic())
                 server.start()
             except BaseException as error:  # reported by the test body
@@ -611,16 +616,20 @@ class TestOnCluster:
             if progress.phase is Phase.RUNNING:
                 running.set()
 
+        thread = threading.Thread(target=outage, daemon=True)
         try:
             async with open_backend(flavour, server.kubeconfig) as native:
                 js = manifest("outage", crjob("w", 2, run="3"))
                 sub = await native.submit(js, namespace=cluster_namespace)
-                thread = threading.Thread(target=outage, daemon=True)
                 thread.start()
                 outcome = await native.wait(sub.handle, timeout=150, on_progress=note)
                 thread.join(30)
                 returned_at = time.monotonic()
         finally:
+            over.set()
+            if thread.is_alive():
+                running.set()  # let it see the end rather than wait for a start
+                await asyncio.to_thread(thread.join, 130)
             server.stop()
         assert not problems, problems
         assert restarted_at and returned_at > restarted_at[0]
