@@ -270,6 +270,11 @@ def make_identities(devcluster: Any, proxy: FaultProxy, folder: Path, home: str)
     return found
 
 
+# Alone: a token is refreshed when a fifth of its 12 s life is left, by an exec plugin that is a
+# fresh Python process; on a machine loaded by the parallel pass (two clusters, three workers)
+# that start can take longer than the margin, and the webhook's count of expired tokens then
+# measures the load rather than the refresh (seen once: 7 expired for 5 tokens).
+@pytest.mark.alone
 def test_waits_longer_than_three_token_lifetimes_survive(
     devcluster: Any, proxy: FaultProxy, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
