@@ -56,9 +56,12 @@ _TRANSIENT = (
     "at this time",  # LimitRanger or quota could not be read
     "because it is being terminated",  # the namespace goes; the Job goes with it
     # The JobSet pod webhook holds an exclusive placement's follower pods until their leader
-    # is scheduled (upstream v0.12.0's own words: "leader pod not yet scheduled, not creating
-    # follower pod. this is an expected, transient error"; "expected 1 leader pod ...").
+    # is scheduled and the follower carries its node selector (upstream v0.12.0's own words:
+    # "leader pod not yet scheduled, not creating follower pod. this is an expected, transient
+    # error"; "expected 1 leader pod ..."; "follower pod node selector not set"; "follower pod
+    # node selector for topology domain not found"): the Job controller tries again.
     "this is an expected, transient error",
+    "follower pod node selector",
 )
 _POD_SECURITY = re.compile(r'violates PodSecurity "([^"]+)"')
 _EXCEEDED = re.compile(

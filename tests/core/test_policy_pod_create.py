@@ -143,6 +143,10 @@ def test_refusals_are_read_from_the_servers_words(
         "scheduled, not creating follower pod. this is an expected, transient error",
         'Error creating: admission webhook "vpod.kb.io" denied the request: expected 1 leader '
         "pod (js-w-0-0), but got 0. this is an expected, transient error",
+        'Error creating: admission webhook "vpod.kb.io" denied the request: follower pod node '
+        "selector not set",
+        'Error creating: admission webhook "vpod.kb.io" denied the request: follower pod node '
+        "selector for topology domain not found. missing selector: topology.kubernetes.io/zone",
     ],
 )
 def test_the_clusters_own_trouble_is_never_a_refusal(message: str) -> None:
