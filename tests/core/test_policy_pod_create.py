@@ -23,7 +23,7 @@ from jobset_core.policy.pod_create import (
 )
 
 # The same clock as the pod start rules' table: times from ``T0``, ``NOW`` its epoch.
-from tests.core.test_policy_pod_start import NOW, T0, at
+from tests.core.test_policy_pod_start import NOW, T0, at, warning
 
 PSA = (
     'Error creating: pods "js-w-0-0-mp8wb" is forbidden: violates PodSecurity "restricted:latest": '
@@ -208,16 +208,10 @@ def refused(
     name: str = "",
     reason: str = FAILED_CREATE,
 ) -> dict[str, Any]:
-    return {
-        "type": "Warning",
-        "reason": reason,
-        "message": message,
-        "count": count,
-        "firstTimestamp": at(first),
-        "lastTimestamp": at(first if last is None else last),
-        "involvedObject": {"kind": "Job", "name": job_name, "uid": uid, "namespace": "ns"},
-        "metadata": {"name": name or f"{job_name}.{first}", "namespace": "ns"},
-    }
+    job = {"kind": "Job", "name": job_name, "uid": uid, "namespace": "ns"}
+    end = first if last is None else last
+    found = warning(job, reason, message, first=first, last=end, count=count)
+    return {**found, "metadata": {"name": name or f"{job_name}.{first}", "namespace": "ns"}}
 
 
 def test_a_refusal_that_waiting_cannot_lift_fails_the_run_at_once() -> None:

@@ -76,18 +76,26 @@ def pod(
     return {"metadata": meta, "spec": {"containers": [{"name": "c"}]}, "status": status}
 
 
-def event(
-    pod_name: str, reason: str, message: str, first: float, *, count: int = 1, last: float = 0
+def warning(
+    involved: dict[str, str], reason: str, message: str, *, first: float, last: float, count: int
 ) -> dict[str, Any]:
+    """A Warning Event about ``involved``, first and last seen at those seconds from ``T0``."""
     return {
         "type": "Warning",
         "reason": reason,
         "message": message,
         "count": count,
         "firstTimestamp": at(first),
-        "lastTimestamp": at(max(first, last)),
-        "involvedObject": {"kind": "Pod", "name": pod_name, "uid": f"uid-{pod_name}"},
+        "lastTimestamp": at(last),
+        "involvedObject": involved,
     }
+
+
+def event(
+    pod_name: str, reason: str, message: str, first: float, *, count: int = 1, last: float = 0
+) -> dict[str, Any]:
+    pod = {"kind": "Pod", "name": pod_name, "uid": f"uid-{pod_name}"}
+    return warning(pod, reason, message, first=first, last=max(first, last), count=count)
 
 
 PULL = 'failed to pull and unpack image "devcluster.local/absent:1": connection refused'
