@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import ssl
 import threading
@@ -47,6 +48,7 @@ from tests.cluster.localcluster import auth as devcluster_auth
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow, pytest.mark.timeout(600)]
 
 TTL = 12.0  # seconds a token lives
+SUCCESS_CACHE = 10.0  # seconds the API server trusts a token it accepted (its own cache)
 WAIT = 3.5 * TTL  # each JobSet runs longer than three token lifetimes
 CUT_EVERY = 5.0  # seconds between 410 cuts of every open watch (not of followed logs)
 KINDS = ("exec", "revoked", "file")
@@ -342,7 +344,11 @@ def test_waits_longer_than_three_token_lifetimes_survive(
                 seen, old = users.get(side.username, zero), before["users"].get(side.username, zero)
                 figures[f"{who.kind}:{side.account}"] = {k: seen[k] - old[k] for k in zero}
         for name, got in figures.items():
-            assert got["tokens"] >= 3, f"{name} used {got['tokens']} tokens: {figures}"
+            # A revoked token can live on in the API server's success cache for up to
+            # SUCCESS_CACHE after it died, so three lifetimes may take only two of them.
+            lasts = TTL + SUCCESS_CACHE if name.startswith("revoked:") else TTL
+            needed = math.ceil(3 * TTL / lasts)
+            assert got["tokens"] >= needed, f"{name} used {got['tokens']} tokens: {figures}"
             if name.startswith("revoked:"):  # only a 401 could tell the client
                 assert 0 < got["expired"] <= 10 * got["tokens"], figures
             else:
