@@ -27,7 +27,7 @@ from jobset_core.cli._base import (
     Command,
     Streams,
 )
-from jobset_core.cli.cluster import CLUSTER_COMMANDS
+from jobset_core.cli.cluster import CLI_SETTINGS, CLUSTER_COMMANDS
 from jobset_core.cli.local import RENDER, VALIDATE
 
 __all__ = [
@@ -71,12 +71,8 @@ def main(
     except SystemExit as stop:  # argparse exits on --help (0) and on usage errors (2)
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     command: Command = args.command
-    from jobset_core.lifecycle import settings_spelled_as
-
     try:
-        # Messages about where to connect name this CLI's flags, not Python arguments.
-        with settings_spelled_as(CLI_SETTINGS):
-            code = command.run(args, streams)
+        code = command.run(args, streams)
         streams.out.flush()  # a closed pipe is found here, not at the interpreter's exit
     except BrokenPipeError:
         # The reader went away (jobsetctl render ... | head -1): stop quietly, as the tools
@@ -89,14 +85,6 @@ def main(
 #: The exit code after the reader of standard output went away: 128 + SIGPIPE, what a shell
 #: reports for a tool that SIGPIPE ended.
 EXIT_BROKEN_PIPE = 141
-
-#: How the client settings are spelled in this CLI's messages (``None``: no such flag).
-CLI_SETTINGS: dict[str, str | None] = {
-    "kubeconfig_path": "--kubeconfig",
-    "kubeconfig": None,
-    "context": "--context",
-    "in_cluster": None,
-}
 
 
 def _silence(stream: TextIO) -> None:

@@ -96,11 +96,24 @@ def _add_connection(parser: argparse.ArgumentParser, *, with_backend: bool = Tru
 
 @asynccontextmanager
 async def _session(args: argparse.Namespace) -> AsyncIterator[Lifecycle]:
-    from jobset_core.lifecycle import ClientSettings, session
+    """The lifecycle of every subcommand that talks to the cluster (imported here, on first
+    use: ``validate`` and ``render`` start without it)."""
+    from jobset_core.lifecycle import ClientSettings, session, settings_spelled_as
 
     settings = ClientSettings(kubeconfig_path=args.kubeconfig, context=args.context)
-    async with session(settings) as lifecycle:
-        yield lifecycle
+    # Messages about where to connect name this CLI's flags, not Python arguments.
+    with settings_spelled_as(CLI_SETTINGS):
+        async with session(settings) as lifecycle:
+            yield lifecycle
+
+
+#: How the client settings are spelled in this CLI's messages (``None``: no such flag).
+CLI_SETTINGS: dict[str, str | None] = {
+    "kubeconfig_path": "--kubeconfig",
+    "kubeconfig": None,
+    "context": "--context",
+    "in_cluster": None,
+}
 
 
 def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[int]]) -> Any:
