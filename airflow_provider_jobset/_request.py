@@ -18,9 +18,7 @@ from airflow_provider_jobset import _decisions
 from airflow_provider_jobset._arguments import check_operator_arguments, checked
 from airflow_provider_jobset._compat import AIRFLOW_V_3_3_PLUS
 from jobset_core import lifecycle as core
-from jobset_core.errors import SpecError
 from jobset_core.lifecycle import Deadline, RunRequest
-from jobset_core.models import JobSet, load_jobset
 
 __all__ = [
     "JobSetRetriesWarning",
@@ -159,24 +157,13 @@ def default_retry_policy() -> Any:
     )
 
 
-def _parse_time_source(source: Any) -> JobSet | None:
-    """The JobSet when it can be read at DAG-parse time (no template, no file)."""
-    if isinstance(source, JobSet):
-        return source
-    if isinstance(source, str) and ("{{" in source or "{%" in source or "\n" not in source):
-        return None
-    try:
-        return load_jobset(source)
-    except (SpecError, OSError, ValueError):
-        return None
-
-
-def task_defaults(source: Any, retries: int | None, given: Mapping[str, Any]) -> dict[str, Any]:
+def task_defaults(
+    restarts: int | None, retries: int | None, given: Mapping[str, Any]
+) -> dict[str, Any]:
     """The ``BaseOperator`` arguments a JobSet task gets unless given: ``retries`` from the
-    JobSet's ``failurePolicy.maxRestarts`` (each restart ends a try; warned about when the
-    user's ``retries`` cannot mirror it) and, on Airflow 3.3+, :func:`default_retry_policy`."""
-    parsed = _parse_time_source(source)
-    restarts = _decisions.max_restarts(parsed) if parsed is not None else None
+    JobSet's ``failurePolicy.maxRestarts`` as read at parse time (``restarts``; ``None``:
+    unbounded or unknown; each restart ends a try; warned about when the user's ``retries``
+    cannot mirror it) and, on Airflow 3.3+, :func:`default_retry_policy`."""
     plan = _decisions.plan_retries(restarts, retries)
     if plan.problem:
         warnings.warn(plan.problem, JobSetRetriesWarning, stacklevel=3)

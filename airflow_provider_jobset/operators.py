@@ -32,6 +32,7 @@ from airflow_provider_jobset._compat import (
     task_state_store,
 )
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
+from airflow_provider_jobset._parse_time import restarts_at_parse
 from airflow_provider_jobset._request import (
     JobSetRetriesWarning,
     default_retry_policy,
@@ -201,7 +202,7 @@ class JobSetOperator(BaseOperator):
         #: What every try asks of the core, but for the JobSet, where and when (every
         #: argument checked here: the shared ones by the core's checks).
         self.request: RunRequest = operator_request(arguments)
-        kwargs.update(task_defaults(jobset, retries, kwargs))
+        kwargs.update(task_defaults(restarts_at_parse(jobset), retries, kwargs))
         super().__init__(**kwargs)
         self.jobset = jobset
         self.namespace = namespace

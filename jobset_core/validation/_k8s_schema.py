@@ -9,7 +9,7 @@ This is the only module of the pure core that touches the ``kubernetes`` package
 so lazily, inside functions, so importing the core never imports the client. Importing the
 client's ~700 generated models costs a process about 0.5 s of CPU (seconds on a busy machine),
 so the tables read from them are kept in a cache file keyed by the client's version
-(``$XDG_CACHE_HOME/jobset-core``, else ``~/.cache/jobset-core``): a later process, such as
+(:mod:`jobset_core.filecache`): a later process, such as
 the next ``jobsetctl validate`` or DAG parse, reads that instead of importing the client. Where
 the file cannot be written, the tables are read from the client every time.
 
@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from jobset_core import filecache
 from jobset_core.errors import Problem, format_path
 from jobset_core.validation._quantity import quantity_error
 
@@ -170,36 +169,28 @@ def _fields(class_name: str) -> dict[str, _Field]:
 def schema_tables() -> dict[str, dict[str, _Field]]:
     """Every generated model class of the installed client: JSON name -> field; from the cache
     file when it holds this client's tables, else read from the client (and cached)."""
-    path = cache_file()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            name: {key: _Field(*field) for key, field in fields.items()}
-            for name, fields in raw.items()
-        }
-    except (OSError, ValueError, TypeError):
-        pass
+    name = cache_file().name
+    raw = filecache.read(name)
+    if isinstance(raw, dict):
+        try:
+            return {
+                name: {key: _Field(*field) for key, field in fields.items()}
+                for name, fields in raw.items()
+            }
+        except (AttributeError, ValueError, TypeError):
+            pass  # not this shape: read again
     tables = read_client_tables()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        plain = {
-            n: {k: [f.attr, f.type, f.required] for k, f in t.items()} for n, t in tables.items()
-        }
-        scratch.write_text(json.dumps(plain, sort_keys=True), encoding="utf-8")
-        scratch.replace(path)  # atomic: a reader sees the old file or the whole new one
-    except OSError:
-        pass
+    plain = {n: {k: [f.attr, f.type, f.required] for k, f in t.items()} for n, t in tables.items()}
+    filecache.write(name, plain)
     return tables
 
 
 def cache_file() -> Path:
     """Where this client version's tables are cached (see the module's docstring)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = client_version()
     key = f"{version}|{_CACHE_FORMAT}|{sorted(NOT_REQUIRED)}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(base) / "jobset-core" / f"k8s-schema-{version}-{digest}.json"
+    return filecache.folder() / f"k8s-schema-{version}-{digest}.json"
 
 
 def read_client_tables() -> dict[str, dict[str, _Field]]:
