@@ -256,7 +256,7 @@ def _dagparse(ctx: Context) -> list[Figure]:
     )
     return [
         Figure.of(
-            "local: operator built from a YAML text at DAG parse",
+            "local: operator built from a YAML text at DAG parse (parsed before)",
             "ms",
             found["ours"] * 1000,
             found["anchor"] * 1000,
@@ -265,7 +265,9 @@ def _dagparse(ctx: Context) -> list[Figure]:
             anchor_name="KubernetesJobOperator(job_template_file=...) (reads it at execute)",
             floor_name="yaml.safe_load of the text",
             jobset_bytes=found["bytes"],
+            first_parse_ms=found["ours_first"] * 1000,
             parse_time_read_ms=found["parse_time_read"] * 1000,
+            parse_time_first_ms=found["parse_time_first"] * 1000,
             alias_bomb_ms=found["alias_bomb"] * 1000,
         )
     ]

@@ -147,6 +147,7 @@ def test_goals_report_met_missed_by_how_much_and_unmeasured() -> None:
     goals = [
         Goal("abs", lambda f: f.figure.startswith("a:"), 50.0),
         Goal("rel", lambda f: f.figure.startswith("r:"), 1.0, relative=True),
+        Goal("floor", lambda f: f.figure.startswith("f:"), 1.25, relative=True, to="floor"),
     ]
     figures = [
         _figure("a: fast", 20.0),
@@ -155,6 +156,9 @@ def test_goals_report_met_missed_by_how_much_and_unmeasured() -> None:
         _figure("r: faster", 2.0, 4.0),
         _figure("r: slower", 6.0, 4.0),
         _figure("b: other", 1e9),
+        _figure("f: near", 1.2, 9.0, floor=1.0),
+        _figure("f: far", 2.5, 9.0, floor=1.0),
+        _figure("f: no floor", 2.5, 9.0),
     ]
     judged = [(j.goal.name, j.figure.figure, j.met, round(j.by, 3)) for j in judge(figures, goals)]
     assert judged == [
@@ -163,6 +167,9 @@ def test_goals_report_met_missed_by_how_much_and_unmeasured() -> None:
         ("abs", "a: none", None, 0.0),
         ("rel", "r: faster", True, 0.0),
         ("rel", "r: slower", False, 0.5),
+        ("floor", "f: near", True, 0.0),
+        ("floor", "f: far", False, 1.0),
+        ("floor", "f: no floor", None, 0.0),
     ]
 
 
@@ -176,8 +183,13 @@ def test_the_issues_goals_bound_the_figures_they_name() -> None:
         "local: jobsetctl validate, process start to answer (p50)",
         "queue: API requests per waiting task-hour (10 ns, cluster-wide identity)",
         "queue: admission → task log p95 (10 ns, per-namespace identity)",
+        "detection: p95, deferrable (native)",
+        "scale: TCP connections open (100 ns, per-namespace identity)",
+        "scale: API requests at start, per task (100 ns, per-namespace identity)",
+        "scale: time until every trigger runs (100 ns, JobSetSensor fleet)",
+        "local: operator built from a YAML text at DAG parse (parsed before)",
     ]
-    figures = [_figure(n, 0.1, tasks_per_namespace=1000) for n in names]
+    figures = [_figure(n, 0.1, floor=0.1, tasks_per_namespace=1000) for n in names]
     sparse = _figure(names[2].replace("1 ns", "100 ns"), 5.0, tasks_per_namespace=10)
     judged = judge([*figures, sparse])
     # one goal each, in the goals' order; sparse layouts unbounded
