@@ -1,14 +1,21 @@
-"""One PNG chart per family of figures: a panel per measure, ours beside the anchors and the
+"""One chart per family of figures: a panel per measure, ours beside the anchors and the
 floor (each panel on its own scale: a log scale where the values span orders of magnitude).
 
+One drawing, two formats: ``make bench`` writes PNGs (``benchmarks/results/*.png``), and the
+docs build (``scripts/docs_gen.py``) renders SVGs in memory from the committed results file
+into the site (``docs/benchmarks.md`` shows them). An SVG keeps its text as text (no glyph
+outlines), carries no date and salts its ids with a constant: small, and the same bytes from
+the same results.
+
 Needs matplotlib, which lives in the docs environment (``.venv/docs``: the one that renders
-the docs page), not in the Airflow or KFP environments the tests run in. The charts are
-outputs of ``make bench`` and are not committed (no binaries in the repository): the page
-and the JSON are the record.
+the docs page), not in the Airflow or KFP environments the tests run in. No chart is
+committed (no binaries or generated files in the repository): the page and the JSON are the
+record.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -16,7 +23,20 @@ from typing import Any
 from benchmarks.report import FAMILY_TITLES, families
 from benchmarks.results import Figure, Results
 
-__all__ = ["draw", "panels"]
+__all__ = ["FORMATS", "draw", "panels", "render"]
+
+#: The formats a chart is written in.
+FORMATS = ("png", "svg")
+
+#: Per format, the matplotlib settings and the ``savefig`` metadata: an SVG's text stays text
+#: (the browser's sans-serif draws it), with no date, and its clip paths' ids are hashed
+#: with a constant salt (matplotlib's default is a random one) so the same results make the
+#: same bytes.
+_RC: dict[str, dict[str, Any]] = {
+    "png": {},
+    "svg": {"svg.fonttype": "none", "svg.hashsalt": "jobset-bench"},
+}
+_METADATA: dict[str, dict[str, Any]] = {"png": {}, "svg": {"Date": None}}
 
 SERIES = (
     ("ours", "#3f51b5"),
@@ -75,46 +95,75 @@ def _panel(ax: Any, measure: str, rows: list[tuple[str, Figure]]) -> None:
     ax.invert_yaxis()
     if shown and max(shown) / min(shown) > 100:
         ax.set_xscale("log")
+        ax.minorticks_off()
     ax.set_title(f"{measure} [{rows[0][1].unit}]", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
 
 
-def draw(results: Results, folder: Path) -> list[Path]:
-    """Write ``<family>.png`` into ``folder`` for every family; the paths written."""
+def _figure(plt: Any, family: str, figures: list[Figure], profile: str) -> Any:
+    """The chart of one family, as a matplotlib figure."""
+    from matplotlib.patches import Patch
+
+    found = panels(family, figures)
+    columns = 2 if len(found) > 1 else 1
+    lines = (len(found) + columns - 1) // columns
+    tallest = max(len(rows) for rows in found.values())
+    fig, axes = plt.subplots(
+        lines,
+        columns,
+        figsize=(6.5 * columns, 0.7 + lines * (1.0 + 0.28 * tallest)),
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax, (measure, rows) in zip(axes.flat, found.items(), strict=False):
+        _panel(ax, measure, rows)
+    for ax in list(axes.flat)[len(found) :]:
+        ax.set_visible(False)
+    # The title, and the legend in one row under it, above the panels (never over one).
+    title = FAMILY_TITLES.get(family, family)
+    handles = [Patch(color=color, label=series) for series, color in SERIES]
+    fig.legend(
+        handles=handles,
+        loc="outside upper center",
+        ncols=len(SERIES),
+        fontsize=8,
+        frameon=False,
+        title=f"{title} ({profile} profile; shorter bars are better but for throughput)",
+        title_fontsize=10,
+    )
+    return fig
+
+
+def render(results: Results, fmt: str = "svg") -> dict[str, bytes]:
+    """Every family's chart as the bytes of a ``fmt`` file (one of :data:`FORMATS`), by
+    family, in the order the families first appear; nothing is written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown chart format {fmt!r} (known: {', '.join(FORMATS)})")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
 
+    charts = {}
+    with matplotlib.rc_context(_RC[fmt]):
+        for family, figures in families(results.figures).items():
+            fig = _figure(plt, family, figures, results.profile)
+            out = io.BytesIO()
+            try:
+                fig.savefig(out, format=fmt, dpi=100, metadata=_METADATA[fmt])
+            finally:
+                plt.close(fig)
+            charts[family] = out.getvalue()
+    return charts
+
+
+def draw(results: Results, folder: Path, fmt: str = "png") -> list[Path]:
+    """Write ``<family>.<fmt>`` into ``folder`` for every family; the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for family, figures in families(results.figures).items():
-        found = panels(family, figures)
-        columns = 2 if len(found) > 1 else 1
-        lines = (len(found) + columns - 1) // columns
-        tallest = max(len(rows) for rows in found.values())
-        fig, axes = plt.subplots(
-            lines,
-            columns,
-            figsize=(6.5 * columns, 0.7 + lines * (1.0 + 0.28 * tallest)),
-            squeeze=False,
-        )
-        for ax, (measure, rows) in zip(axes.flat, found.items(), strict=False):
-            _panel(ax, measure, rows)
-        for ax in list(axes.flat)[len(found) :]:
-            ax.set_visible(False)
-        handles = [Patch(color=color, label=series) for series, color in SERIES]
-        fig.legend(handles=handles, loc="upper right", fontsize=8)
-        title = FAMILY_TITLES.get(family, family)
-        fig.suptitle(
-            f"{title} ({results.profile} profile; shorter bars are better but for throughput)",
-            fontsize=10,
-        )
-        fig.tight_layout(rect=(0, 0, 1, 0.97))
-        path = folder / f"{family}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+    for family, data in render(results, fmt).items():
+        path = folder / f"{family}.{fmt}"
+        path.write_bytes(data)
         written.append(path)
     return written

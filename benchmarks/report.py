@@ -17,7 +17,7 @@ from benchmarks.results import Figure, Results
 DASH = "\u2013"
 TIMES = "\u00d7"
 
-__all__ = ["FAMILY_TITLES", "METHODS", "families", "fmt", "page", "table"]
+__all__ = ["FAMILY_TITLES", "METHODS", "chart_uri", "families", "fmt", "page", "table"]
 
 FAMILY_TITLES = {
     "detection": "Detection latency",
@@ -76,6 +76,13 @@ def table(results: Results) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines)
+
+
+def chart_uri(family: str) -> str:
+    """Where the site has a family's chart, relative to ``docs/`` and to the page: an SVG the
+    docs build (``scripts/docs_gen.py``) draws from the committed results file with
+    :mod:`benchmarks.charts`."""
+    return f"benchmarks/{family}.svg"
 
 
 def families(figures: Iterable[Figure]) -> dict[str, list[Figure]]:
@@ -288,9 +295,9 @@ def page(results: Results) -> str:
                 f"| {_ratio(f)} | {fmt(f.floor)} | {f.n} |"
             )
         out += ["", *_names(figures)]
-        out.append(
-            f"Chart: `benchmarks/results/{family}.png` (written by `make bench`, not kept in git)."
-        )
+        title = FAMILY_TITLES.get(family, family)
+        alt = f"{title}: ours against the anchors and the floor, a panel per measure"
+        out += ["", f"[![{alt}]({chart_uri(family)})]({chart_uri(family)})"]
     out += [
         "",
         "## Reproduce",

@@ -13,6 +13,11 @@ drift from what the project does:
 * ``reference/matrix.md``: the tested versions, from the lock files in ``requirements/`` and
   the tests marked ``airflow_matrix``.
 
+Beside the pages, the benchmark charts that ``benchmarks.md`` shows: one small SVG per family
+(``benchmarks/<family>.svg``), drawn from the committed ``benchmarks/results/latest.json`` by
+:mod:`benchmarks.charts` (matplotlib: the docs environment), in memory; nothing lands in the
+tree.
+
 The functions are plain (text in, Markdown out) so tests can call them too.
 """
 
@@ -21,11 +26,15 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: The benchmark results the docs page and its charts are made from (``make bench`` writes it).
+BENCH_RESULTS = "benchmarks/results/latest.json"
 
 #: The packages whose locked version the matrix page shows, in column order.
 MATRIX_PACKAGES = (
@@ -383,12 +392,30 @@ PAGES = {
 }
 
 
+def benchmark_charts(root: Path = ROOT) -> dict[str, bytes]:
+    """The charts of ``benchmarks.md``: by site path, one SVG per family of the results file
+    (the drawing of ``make bench``'s PNGs)."""
+    # mkdocs runs the hook from its own script: the checkout is not on the path.
+    saved = sys.path.copy()
+    sys.path.insert(0, str(root))
+    try:
+        from benchmarks.charts import render
+        from benchmarks.report import chart_uri
+        from benchmarks.results import Results
+    finally:
+        sys.path[:] = saved
+    results = Results.read(root / BENCH_RESULTS)
+    return {chart_uri(family): svg for family, svg in render(results, "svg").items()}
+
+
 def on_files(files: Any, config: Any) -> Any:
-    """mkdocs hook: add the generated pages to the site."""
+    """mkdocs hook: add the generated pages and the benchmark charts to the site."""
     from mkdocs.structure.files import File
 
     for uri, make in PAGES.items():
         files.append(File.generated(config, uri, content=make()))
+    for uri, svg in benchmark_charts().items():
+        files.append(File.generated(config, uri, content=svg))
     return files
 
 
