@@ -218,9 +218,10 @@ def _why(judged: list[Judged]) -> list[str]:
     for name, found in missed.items():
         worst = max(found, key=lambda j: j.by)
         reason = worst.goal.why_missed or "not explained yet"
+        unit = TIMES if worst.goal.relative else worst.figure.unit
         lines.append(
             f"* **{_cell(name)}**: missed on {len(found)} figure(s), worst "
-            f"{fmt(worst.value, worst.figure.unit)} ({worst.figure.figure}). Why: {reason}."
+            f"{fmt(worst.value, unit)} ({worst.figure.figure}). Why: {reason}."
         )
     return lines
 
