@@ -19,3 +19,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(CORE):
             item.add_marker(pytest.mark.core)
+
+
+@pytest.fixture
+def unwritable_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``$XDG_CACHE_HOME`` pointing at a file: the core's file cache can neither be read nor
+    written (a read-only home)."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    return blocker

@@ -13,28 +13,13 @@ import pytest
 from airflow_provider_jobset import _parse_time
 from airflow_provider_jobset._parse_time import restarts_at_parse
 from jobset_core.models import load_jobset
+from tests.airflow.test_arguments import YAML
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TEXT = """\
-apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {{name: parse}}
-spec:
-  {policy}
-  replicatedJobs:
-  - name: w
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers: [{{name: c, image: busybox}}]
-"""
-
 
 def text(policy: str = "failurePolicy: {maxRestarts: 3}") -> str:
-    return TEXT.format(policy=policy)
+    return YAML.format(restarts=0).replace("failurePolicy: {maxRestarts: 0}", policy)
 
 
 @pytest.fixture
@@ -113,12 +98,8 @@ def test_the_folder_keeps_at_most_its_bound(home: Path, monkeypatch: pytest.Monk
     assert 0 < len(entries(home)) <= 6
 
 
-def test_a_home_that_cannot_be_written_still_gets_the_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+@pytest.mark.usefixtures("unwritable_cache")
+def test_a_home_that_cannot_be_written_still_gets_the_answer() -> None:
     assert restarts_at_parse(text()) == 3
     assert restarts_at_parse(text()) == 3
 

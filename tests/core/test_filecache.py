@@ -32,12 +32,8 @@ def test_an_unreadable_entry_is_a_miss(home: Path, content: str) -> None:
     assert filecache.read("a/b.json") is None
 
 
-def test_a_folder_that_cannot_be_written_is_a_miss_not_an_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+@pytest.mark.usefixtures("unwritable_cache")
+def test_a_folder_that_cannot_be_written_is_a_miss_not_an_error() -> None:
     filecache.write("a/b.json", 1)
     assert filecache.read("a/b.json") is None
 

@@ -80,11 +80,8 @@ def test_a_bad_template_is_found_from_the_cache_too(cache_home: Path, tmp_path: 
 
 
 def test_a_cache_that_cannot_be_written_or_read_is_no_error(
-    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+    cache_home: Path, unwritable_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    blocker = cache_home / "file"
-    blocker.write_text("not a directory")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert _k8s_schema.schema_tables() == _k8s_schema.read_client_tables()
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     _k8s_schema.schema_tables.cache_clear()
