@@ -28,6 +28,15 @@ __all__ = ["JobSetTrigger"]
 
 _KILL_TIMEOUT = 20.0
 
+#: Deletions of killed tasks still under way (a task the loop holds only weakly otherwise).
+_DELETIONS: set[asyncio.Future[None]] = set()
+
+
+def _deleted(deletion: asyncio.Future[None]) -> None:
+    _DELETIONS.discard(deletion)
+    if not deletion.cancelled():
+        deletion.exception()  # said by the deletion itself, also when no one awaits it
+
 
 class JobSetTrigger(BaseTrigger):
     """Fires when a JobSet ends, restarts (``on_restart="return"``), reaches one of the
@@ -113,12 +122,29 @@ class JobSetTrigger(BaseTrigger):
         self.log.info("%s", line.shown())
 
     async def on_kill(self) -> None:
-        """A user killed the deferred task: delete the JobSet (one request, bounded)."""
+        """A user killed the deferred task: delete the JobSet (one request, bounded).
+
+        The deletion is a task of its own, shielded: until the trigger has ended, the triggerer
+        cancels it again at every state sync (its set of triggers to cancel is sent whole each
+        time), which would cancel ``on_kill()`` mid-request on a busy triggerer, and the
+        triggerer swallows that cancellation. A cancelled ``on_kill()`` returns; the deletion
+        goes on to its end and says how it ended.
+        """
         if not self.request.cancel_on_kill:
             return
-        config = await self._hook().aget_config()
-        async with session(config.client_settings(), shared=True) as lifecycle:
-            await asyncio.wait_for(lifecycle.cancel(self.handle), _KILL_TIMEOUT)
+        deletion = asyncio.ensure_future(self._delete())
+        _DELETIONS.add(deletion)
+        deletion.add_done_callback(_deleted)
+        await asyncio.shield(deletion)
+
+    async def _delete(self) -> None:
+        try:
+            config = await self._hook().aget_config()
+            async with session(config.client_settings(), shared=True) as lifecycle:
+                await asyncio.wait_for(lifecycle.cancel(self.handle), _KILL_TIMEOUT)
+        except Exception as err:
+            self.log.warning("could not delete %s (task killed by a user): %s", self._what(), err)
+            raise
         self.log.info("deleted %s (task killed by a user)", self._what())
 
     async def cleanup(self) -> None:

@@ -10,6 +10,7 @@ annotations, mode (``run`` or ``kill``: call the kill path once the JobSet exist
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -55,11 +56,40 @@ def _jobset(annotations: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def _trigger_then_kill(trigger: Any) -> Any:
-    run = asyncio.ensure_future(anext(trigger.run()))
+#: The message a triggerer cancels a user-killed task's trigger with (its own is a constant
+#: of Airflow's; what matters is that on_kill() is called only for it).
+USER_ACTION = "user action"
+
+
+async def _as_the_triggerer_runs(trigger: Any) -> Any:
+    """The trigger's event, as a triggerer (Airflow 3.3+) runs it: cancelled for a user's
+    action, ``on_kill()`` is awaited (bounded) and a cancellation of it swallowed."""
+    try:
+        return await anext(trigger.run())
+    except asyncio.CancelledError as cancel:
+        if cancel.args == (USER_ACTION,):
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(trigger.on_kill(), 30)
+        raise
+
+
+async def _trigger_then_kill(trigger: Any) -> str:
+    """Kill the deferred task as a triggerer does: its trigger is cancelled, and cancelled
+    again at every state sync until it has ended (here at every turn of the loop: a busy
+    triggerer's on_kill() can take longer than a sync)."""
+    run = asyncio.ensure_future(_as_the_triggerer_runs(trigger))
     await asyncio.sleep(2)
-    await trigger.on_kill()
-    return await asyncio.wait_for(run, 60)
+    cancels = 0
+    while not run.done():
+        run.cancel(USER_ACTION)
+        cancels += 1
+        await asyncio.sleep(0)
+    assert run.cancelled()
+    # A triggerer's loop runs on: what on_kill() left running (a deletion) may finish.
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        await asyncio.wait(others, timeout=30)
+    return f"trigger cancelled {cancels} times"
 
 
 def main(spec: dict[str, Any]) -> None:
@@ -97,8 +127,8 @@ def main(spec: dict[str, Any]) -> None:
         result = op.execute(context)
     except TaskDeferred as deferred:
         if kill:
-            event = asyncio.run(_trigger_then_kill(deferred.trigger))
-            emit({"killed": True, "event": event.payload})
+            said = asyncio.run(_trigger_then_kill(deferred.trigger))
+            emit({"killed": True, "said": said})
             return
         event = asyncio.run(anext(deferred.trigger.run()))
         result = op.execute_complete(context, event.payload)
