@@ -1,8 +1,9 @@
 """Markers by folder: every test under ``tests/core/`` carries ``core``.
 
-``scripts/test.sh`` selects the KFP side's tests with it (``-m "kfp or core or not cluster"``):
-the core's cluster tests run there, at the lowest ``kubernetes_asyncio`` the core accepts, as
-well as on the Airflow side, at the newest. The core's pure tests run on both sides.
+``scripts/test.sh`` runs the core's cluster tests on the KFP side only (``-m "core and
+cluster"`` there, ``not (core and cluster)`` on the Airflow side): that side is locked at the
+lowest ``kubernetes_asyncio`` the core accepts, and the Airflow side's adapter cluster tests
+prove the newest through the same core. The core's pure tests run on both sides.
 """
 
 from __future__ import annotations
