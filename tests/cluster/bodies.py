@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["jobset", "replicated_job"]
+__all__ = ["finish_at", "jobset", "replicated_job"]
 
 
 def replicated_job(
@@ -42,3 +42,13 @@ def jobset(name: str, *rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"replicatedJobs": list(rjobs), **spec},
     }
+
+
+def finish_at(seconds: float) -> str:
+    """A ``devcluster/finish-at`` moment ``seconds`` from now: pods given it exit together
+    then, however late each was scheduled (exclusive placement holds between pods that
+    exist at the same time, so a test of it needs them to overlap on a loaded machine)."""
+    import datetime as dt
+
+    moment = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

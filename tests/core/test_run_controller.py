@@ -42,6 +42,7 @@ from jobset_core.models import JobSet, load_jobset
 from jobset_core.observe import Observer
 from jobset_core.outcome import Outcome, Phase, Progress
 from jobset_core.resources import EVENT
+from tests.cluster.bodies import finish_at
 from tests.core._runs import FLAVOURS, RunFace, open_face
 
 pytestmark = pytest.mark.cluster
@@ -359,12 +360,12 @@ async def test_suspend_then_resume(
 async def test_exclusive_placement_gives_distinct_zones(
     backend: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
-    # The pods run long enough to overlap: exclusivity is between pods that exist (a finished
-    # pod leaves the scheduler's view), and on a loaded machine the second Job's pods were
-    # seen scheduled after the first's had ended, into the same zone.
+    # The pods all exit at one moment: exclusivity is between pods that exist (a finished pod
+    # leaves the scheduler's view), and on a loaded machine the second Job's pods were seen
+    # scheduled after the first's had ended (6 s runs, 6 test workers), into the same zone.
     jobset = manifest(
         "excl",
-        rjob("workers", 2, pods=2, run="6"),
+        rjob("workers", 2, pods=2, annotations={"devcluster/finish-at": finish_at(15)}),
         annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": ZONE},
     )
     _, outcome, _ = await run(backend, jobset, cluster_namespace)

@@ -29,6 +29,7 @@ from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
+from tests.cluster.bodies import finish_at
 from tests.core._runs import FLAVOURS, RunFace, open_face
 
 POD_SPEC = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
@@ -53,7 +54,14 @@ def crjob(name: str, replicas: int = 1, *, run: str = "0.5", **extra: Any) -> di
     """A replicated job whose pods are scripted by devcluster annotations (``extra`` keys
     ``exit_code`` etc. become ``devcluster/exit-code``; the rest goes to the replicated job)."""
     notes = {"devcluster/run-seconds": run}
-    for key in ("exit_code", "fail_until_attempt", "never_finish", "termination_message", "log"):
+    for key in (
+        "exit_code",
+        "fail_until_attempt",
+        "never_finish",
+        "finish_at",
+        "termination_message",
+        "log",
+    ):
         if key in extra:
             notes["devcluster/" + key.replace("_", "-")] = str(extra.pop(key))
     job_spec = {"backoffLimit": 0, **extra.pop("job_spec", {})}
@@ -320,10 +328,10 @@ class TestOnCluster:
         zone = "topology.kubernetes.io/zone"
         js = manifest(
             "excl",
-            # long enough for every pod to coexist: on the devcluster the upstream pod webhook
+            # every pod coexists until one moment: on the devcluster the upstream pod webhook
             # also sees these pods (objectSelector jobset-name) and rejects followers until
             # their leader is scheduled, so the Job controller creates them after a backoff
-            crjob("w", 2, run="6", job_spec={"parallelism": 2, "completions": 2}),
+            crjob("w", 2, finish_at=finish_at(15), job_spec={"parallelism": 2, "completions": 2}),
             annotations={labels.EXCLUSIVE_TOPOLOGY: zone},
         )
         sub = await native.submit(js, namespace=cluster_namespace)
