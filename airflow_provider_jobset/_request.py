@@ -10,6 +10,7 @@ from; :func:`operator_deadline` is a try's :class:`~jobset_core.lifecycle.Deadli
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -114,46 +115,52 @@ class JobSetRetriesWarning(UserWarning):
 def default_retry_policy() -> Any:
     """Airflow 3.3's retry policy for JobSet tasks: retry a restart or a preemption at once,
     never retry a terminal failure (or a queue that will not run the JobSet), the default for
-    anything else (``None`` before 3.3)."""
+    anything else (``None`` before 3.3). A policy of its own per task, over rules built once
+    per process (each rule imports its exception when built: a DAG file builds many tasks)."""
     if not AIRFLOW_V_3_3_PLUS:
         return None
-    from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
+    from airflow.sdk import ExceptionRetryPolicy
 
-    return ExceptionRetryPolicy(
-        rules=[
-            RetryRule(
-                exception="jobset_core.errors.JobSetRestarting",
-                action=RetryAction.RETRY,
-                retry_delay=_dt.timedelta(seconds=1),
-                reason="the JobSet restarted: the next try continues with it",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.JobSetPreempted",
-                action=RetryAction.RETRY,
-                retry_delay=_dt.timedelta(seconds=1),
-                reason="the queue preempted the JobSet: the next try waits for its readmission",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.QueueRefused",
-                action=RetryAction.FAIL,
-                reason="the JobSet's queue will not run it: a new try would meet the same queue",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.PodsRefused",
-                action=RetryAction.FAIL,
-                reason="the cluster refuses the JobSet's pods: a new try meets the same policy",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.PodsCannotStart",
-                action=RetryAction.FAIL,
-                reason="the JobSet's pods cannot start: a new try would meet the same problem",
-            ),
-            RetryRule(
-                exception="jobset_core.errors.JobSetFailed",
-                action=RetryAction.FAIL,
-                reason="the JobSet failed for good",
-            ),
-        ]
+    return ExceptionRetryPolicy(rules=list(_retry_rules()))
+
+
+@functools.cache
+def _retry_rules() -> tuple[Any, ...]:
+    from airflow.sdk import RetryAction, RetryRule
+
+    return (
+        RetryRule(
+            exception="jobset_core.errors.JobSetRestarting",
+            action=RetryAction.RETRY,
+            retry_delay=_dt.timedelta(seconds=1),
+            reason="the JobSet restarted: the next try continues with it",
+        ),
+        RetryRule(
+            exception="jobset_core.errors.JobSetPreempted",
+            action=RetryAction.RETRY,
+            retry_delay=_dt.timedelta(seconds=1),
+            reason="the queue preempted the JobSet: the next try waits for its readmission",
+        ),
+        RetryRule(
+            exception="jobset_core.errors.QueueRefused",
+            action=RetryAction.FAIL,
+            reason="the JobSet's queue will not run it: a new try would meet the same queue",
+        ),
+        RetryRule(
+            exception="jobset_core.errors.PodsRefused",
+            action=RetryAction.FAIL,
+            reason="the cluster refuses the JobSet's pods: a new try meets the same policy",
+        ),
+        RetryRule(
+            exception="jobset_core.errors.PodsCannotStart",
+            action=RetryAction.FAIL,
+            reason="the JobSet's pods cannot start: a new try would meet the same problem",
+        ),
+        RetryRule(
+            exception="jobset_core.errors.JobSetFailed",
+            action=RetryAction.FAIL,
+            reason="the JobSet failed for good",
+        ),
     )
 
 

@@ -26,15 +26,20 @@ __all__ = ["folder", "read", "write"]
 
 def folder() -> Path:
     """The cache folder (it may not exist yet)."""
+    return Path(_root())
+
+
+def _root() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "jobset-core"
+    return os.path.join(base, "jobset-core")
 
 
 def read(name: str) -> Any | None:
     """The value of entry ``name`` (a path under :func:`folder`), or ``None`` when there is
     none, or it cannot be read or decoded."""
-    try:
-        return json.loads((folder() / name).read_text(encoding="utf-8"))
+    try:  # os.path and open, not pathlib: a DAG parse reads an entry per task
+        with open(os.path.join(_root(), name), encoding="utf-8") as entry:
+            return json.loads(entry.read())
     except (OSError, ValueError):
         return None
 

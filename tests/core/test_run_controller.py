@@ -583,6 +583,14 @@ async def test_forced_410_relists_and_still_sees_the_end(
     assert stats["relists"] >= 1, stats
 
 
+#: ``sh -c`` it: run ``$2...`` while process ``$1`` lives (checked every second).
+_WATCHDOG = (
+    'owner=$1; shift; "$@" & child=$!; '
+    'while kill -0 "$owner" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done; '
+    'kill -KILL "$child" 2>/dev/null; wait "$child"'
+)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -615,7 +623,10 @@ class PrivateApiServer:
     def start(self) -> None:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                self.argv,
+                # Under a watchdog that kills it once the test process is gone, also when that
+                # was killed outright and no cleanup ran (a killed pytest had left these
+                # running for hours). Not the parent-death signal: a test thread starts it.
+                ["sh", "-c", _WATCHDOG, "watchdog", str(os.getpid()), *self.argv],
                 cwd=self.cwd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
