@@ -169,7 +169,7 @@ def _fields(class_name: str) -> dict[str, _Field]:
 def schema_tables() -> dict[str, dict[str, _Field]]:
     """Every generated model class of the installed client: JSON name -> field; from the cache
     file when it holds this client's tables, else read from the client (and cached)."""
-    name = cache_file().name
+    name = _cache_name()
     raw = filecache.read(name)
     if isinstance(raw, dict):
         try:
@@ -187,10 +187,14 @@ def schema_tables() -> dict[str, dict[str, _Field]]:
 
 def cache_file() -> Path:
     """Where this client version's tables are cached (see the module's docstring)."""
+    return filecache.folder() / _cache_name()
+
+
+def _cache_name() -> str:
     version = client_version()
     key = f"{version}|{_CACHE_FORMAT}|{sorted(NOT_REQUIRED)}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return filecache.folder() / f"k8s-schema-{version}-{digest}.json"
+    return f"k8s-schema-{version}-{digest}.json"
 
 
 def read_client_tables() -> dict[str, dict[str, _Field]]:

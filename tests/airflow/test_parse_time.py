@@ -3,9 +3,6 @@ parse, in a fresh process as a DAG processor runs it, reads the answer from the 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +10,8 @@ import pytest
 from airflow_provider_jobset import _parse_time
 from airflow_provider_jobset._parse_time import restarts_at_parse
 from jobset_core.models import load_jobset
+from tests._fresh import fresh_python
 from tests.airflow.test_arguments import YAML
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def text(policy: str = "failurePolicy: {maxRestarts: 3}") -> str:
@@ -119,17 +115,9 @@ print(op.retries, len(composed))
 def test_the_next_parse_in_a_fresh_process_reads_no_yaml(home: Path, tmp_path: Path) -> None:
     source = tmp_path / "jobset.yaml"
     source.write_text(text())
-    env = dict(os.environ, XDG_CACHE_HOME=str(home.parent.parent))
 
     def parse() -> str:
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, str(source)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        )
+        done = fresh_python(PROBE, str(source), cache_home=home.parent.parent)
         return done.stdout.split("\n")[-2]
 
     assert parse() == "3 1"  # the first parse reads the text

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import jobset_core
+from tests._fresh import fresh_python
 
 
 def test_all_is_sorted_and_resolvable() -> None:
@@ -33,9 +30,7 @@ def test_import_does_not_load_api_clients() -> None:
         "bad = [m for m in heavy if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True
-    )
+    result = fresh_python(code, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -52,8 +47,5 @@ def test_jobsetctl_validate_and_render_start_without_the_cluster_layers() -> Non
         "bad = [m for m in heavy if m in sys.modules];"
         "print(codes, bad, file=sys.stderr); sys.exit(1 if bad or any(codes) else 0)"
     )
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=root
-    )
+    result = fresh_python(code, check=False)
     assert result.returncode == 0, result.stderr

@@ -4,16 +4,13 @@ does not import the official client's ~700 models again."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from jobset_core.validation import _k8s_schema
+from tests._fresh import ROOT, fresh_python
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "jobsets" / "hello.yaml"
 
 # Validate a file and say whether the official client was imported to do it.
@@ -36,16 +33,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _probe(path: Path, cache_home: Path) -> dict[str, object]:
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache_home))
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    return json.loads(out.stdout)
+    return json.loads(fresh_python(PROBE, str(path), cache_home=cache_home).stdout)
 
 
 def test_the_cached_tables_are_the_clients(cache_home: Path) -> None:
