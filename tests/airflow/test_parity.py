@@ -841,6 +841,7 @@ class Moments:
         self.stop = threading.Event()
         self.finished: dict[tuple[str, str], list[float]] = {}  # when each child Job ended
         self.jobs_seen: set[str] = set()
+        self.restarts: list[str] = []  # the watches' breaks, for a failure's message
         kinds = ("jobsets", "anchors", "events", "jobs", "workloads")
         self.ready = threading.Barrier(len(namespaces) * len(kinds) + 1)
         self.threads = [
@@ -898,21 +899,64 @@ class Moments:
                 "kueue.x-k8s.io", "v1beta2", namespace, "workloads", **kw
             ),
         }[kind]
+        # A list first, then a watch from its resourceVersion, resumed from the last event's
+        # after a break: a run whose state lasts a moment (terminal, then deleted by its
+        # delete policy) is seen even when a watch breaks meanwhile. Only a 410 starts over.
+        version = self._list(namespace, kind, listing, api)
         self.ready.wait(60)
         while not self.stop.is_set():
-            try:  # no resourceVersion: every (re)start begins with the objects as they are
-                for event in watch.Watch().stream(listing, timeout_seconds=30):
+            if version is None:
+                version = self._list(namespace, kind, listing, api)
+                if version is None:
+                    time.sleep(0.2)
+                    continue
+            began, got = time.monotonic(), 0
+            try:
+                stream = watch.Watch().stream(listing, timeout_seconds=30, resource_version=version)
+                for event in stream:
+                    got += 1
+                    if event["type"] == "ERROR":  # a version too old (the client may say so)
+                        self.restarts.append(f"{namespace}/{kind}: {event['raw_object']}")
+                        version = None
+                        break
                     obj = event["object"]
                     obj = obj if isinstance(obj, dict) else api.sanitize_for_serialization(obj)
-                    self._saw(namespace, kind, event["type"], obj)
+                    try:
+                        self._saw(namespace, kind, event["type"], obj)
+                    except Exception as error:  # a bug of the driver's: said, not hidden
+                        self.restarts.append(f"{namespace}/{kind}: {error!r}")
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if self.stop.is_set():
                         break
+                if not got and time.monotonic() - began < 1.0:  # ended at once: start over
+                    self.restarts.append(f"{namespace}/{kind}: a watch ended at once")
+                    version = None
             except client.ApiException as error:
                 if error.status == 404:  # Kueue's Workloads are not served: nothing to watch
                     return
+                if error.status == 410:  # too old: list again (what happened between is lost)
+                    self.restarts.append(f"{namespace}/{kind}: 410")
+                    version = None
                 time.sleep(0.2)
-            except Exception:  # the watch broke (a restart of it is all it needs)
+            except Exception as error:  # the watch broke: resume it where it stopped
+                self.restarts.append(f"{namespace}/{kind}: {type(error).__name__}")
                 time.sleep(0.2)
+
+    def _list(self, namespace: str, kind: str, listing: Callable[..., Any], api: Any) -> Any:
+        """List ``kind`` as it is now (each object seen as ADDED); its resourceVersion, or
+        ``None`` when the list failed (``""`` when the kind is not served)."""
+        from kubernetes import client
+
+        try:
+            page = listing()
+        except client.ApiException as error:
+            return "" if error.status == 404 else None
+        except Exception:
+            return None
+        page = page if isinstance(page, dict) else api.sanitize_for_serialization(page)
+        for obj in page.get("items") or []:
+            self._saw(namespace, kind, "ADDED", obj)
+        return (page.get("metadata") or {}).get("resourceVersion")
 
     def _saw(self, namespace: str, kind: str, type_: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -1310,6 +1354,8 @@ def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
             acted = wave.acted.get((scenario.id, backend), {})
             found += check(scenario, results, acted, wave.moments, within)
             shown.append(table(scenario, results, acted, wave.moments))
+    if wave.moments is not None and wave.moments.restarts:
+        shown.append(f"the driver's watches broke: {wave.moments.restarts}")
     return found, "\n".join(shown)
 
 
