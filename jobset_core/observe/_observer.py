@@ -218,6 +218,8 @@ class Observer:
         self._cluster_wide: dict[Kind, bool] = {}
         self._deciding = asyncio.Lock()
         self._noted: set[Source] = set()
+        #: Informers whose last run left, closing their watches (see :meth:`_leave`).
+        self._stopping: set[asyncio.Task[None]] = set()
         #: Refusals that retrying cannot fix, by (kind, namespace): when, and what.
         self._refused: dict[tuple[Kind, str | None], tuple[float, JobSetError]] = {}
 
@@ -288,15 +290,17 @@ class Observer:
         if not trackers:
             self._trackers.pop(target.key, None)
         self.stores.untrack(target.key)
-        stopping = []
         for informer in informers:
             informer.holders -= 1
             if informer.holders <= 0:
                 self._informers.pop(informer.source, None)
                 self._remember_refusal(informer)
-                stopping.append(informer.stop())
-        if stopping:
-            await asyncio.gather(*stopping)
+                # Closing its watch is the observer's business, not the leaving waiter's:
+                # awaited here, it held each verdict back by 10-55 ms (eight native runs
+                # ending together, three informers each). :meth:`aclose` waits for it.
+                stop = asyncio.ensure_future(informer.stop())
+                self._stopping.add(stop)
+                stop.add_done_callback(self._stopping.discard)
 
     def _remember_refusal(self, informer: Informer) -> None:
         problem = informer.problem
@@ -376,9 +380,9 @@ class Observer:
         return dataclasses.replace(seen, forbidden=frozenset(forbidden))
 
     async def aclose(self) -> None:
-        """Stop every informer."""
+        """Stop every informer (and wait for those already stopping)."""
         informers, self._informers = list(self._informers.values()), {}
-        await asyncio.gather(*(i.stop() for i in informers))
+        await asyncio.gather(*(i.stop() for i in informers), *list(self._stopping))
 
     # ------------------------------------------------------------------ scopes
 
