@@ -21,10 +21,12 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +70,33 @@ def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``python -m build``: the sdist, then the wheel built from the sdist."""
+    """``python -m build``: the sdist, then the wheel built from the sdist.
+
+    Built from a copy of the files git knows (tracked, or new and not ignored), as a fresh
+    clone with this work tree's changes has them: setuptools adds every file its last file
+    list named (the work tree's ``*.egg-info/SOURCES.txt``) to the next sdist, so a build in
+    the work tree could pass with a file the project no longer ships.
+    """
+    tree = tmp_path_factory.mktemp("tree")
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
+    for name in filter(None, listed.stdout.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the work tree is listed too
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tree / name)
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)])
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(tree)])
     return out
 
 
 def _wheel(dist: Path) -> Path:
     (wheel,) = dist.glob("*.whl")
     return wheel
+
+
+def _sdist(dist: Path) -> Path:
+    (sdist,) = dist.glob("*.tar.gz")
+    return sdist
 
 
 def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None:
@@ -113,6 +133,89 @@ def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None
     with tarfile.open(dist / f"airflow_provider_jobset-{VERSION}.tar.gz") as sdist:
         members = {m.name.split("/", 1)[-1] for m in sdist.getmembers()}
     assert {"pyproject.toml", "README.md", "CHANGELOG.md", "jobset_core/_version.py"} <= members
+
+
+#: The classifiers the release claims (PEP 639: no licence classifier beside the expression).
+CLASSIFIERS = {
+    "Development Status :: 4 - Beta",
+    "Framework :: Apache Airflow",
+    "Framework :: Apache Airflow :: Provider",
+    "Intended Audience :: Developers",
+    "Operating System :: OS Independent",
+    "Programming Language :: Python :: 3",
+    "Programming Language :: Python :: 3 :: Only",
+    "Topic :: System :: Distributed Computing",
+    "Typing :: Typed",
+}
+#: The Python versions claimed: only those the suite runs on (its locks are resolved for 3.11,
+#: scripts/lock.sh). Another one joins when the tests run on it.
+TESTED_PYTHONS = {"3.11"}
+
+
+def _dockerfile_sources() -> list[str]:
+    """What the launcher's Dockerfile copies from its build context."""
+    sources: list[str] = []
+    for line in (ROOT / "kfp_components/Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            args = [a for a in line.split()[1:] if not a.startswith("--")]
+            sources += args[:-1]
+    assert sources, "the Dockerfile copies nothing: it changed shape"
+    return sources
+
+
+def test_the_release_carries_its_licence_classifiers_launcher_and_rbac(dist: Path) -> None:
+    info = f"airflow_provider_jobset-{VERSION}.dist-info"
+    with zipfile.ZipFile(_wheel(dist)) as wheel:
+        files = set(wheel.namelist())
+        metadata = wheel.read(f"{info}/METADATA").decode()
+        wheel_licence = wheel.read(f"{info}/licenses/LICENSE")
+    with tarfile.open(_sdist(dist)) as sdist:
+        members = {m.name.split("/", 1)[-1]: m for m in sdist.getmembers()}
+
+        def read(name: str) -> bytes:
+            member = sdist.extractfile(members[name])
+            assert member is not None, name
+            return member.read()
+
+        pkg_info = read("PKG-INFO").decode()
+        sdist_licence = read("LICENSE")
+    licence = (ROOT / "LICENSE").read_bytes()
+    assert b"Apache License\n                           Version 2.0, January 2004" in licence
+    assert wheel_licence == licence
+    assert sdist_licence == licence
+
+    # PEP 639 in both the wheel's METADATA and the sdist's PKG-INFO.
+    for where, text in (("METADATA", metadata), ("PKG-INFO", pkg_info)):
+        meta = HeaderParser().parsestr(text)
+        version = tuple(int(n) for n in meta["Metadata-Version"].split("."))
+        assert version >= (2, 4), (where, meta["Metadata-Version"])
+        assert meta["License-Expression"] == "Apache-2.0", where
+        assert meta.get_all("License-File") == ["LICENSE"], where
+        assert meta["License"] is None, where
+        classifiers = set(meta.get_all("Classifier") or ())
+        assert not {c for c in classifiers if c.startswith("License ::")}, where
+        pythons = {
+            c.rpartition(" :: ")[2]
+            for c in classifiers
+            if re.fullmatch(r"Programming Language :: Python :: \d+\.\d+", c)
+        }
+        assert pythons == TESTED_PYTHONS, (where, pythons)
+        assert not CLASSIFIERS - classifiers, (where, CLASSIFIERS - classifiers)
+
+    # The sdist is a build context for the launcher image; the wheel has no use for its
+    # Dockerfile. The RBAC Roles are in both.
+    assert "kfp_components/Dockerfile" in members
+    assert "kfp_components/Dockerfile" not in files
+    for source in _dockerfile_sources():
+        assert source in members or any(m.startswith(f"{source}/") for m in members), source
+    rbac = {
+        str(path.relative_to(ROOT))
+        for package in ("airflow_provider_jobset", "kfp_components")
+        for path in (ROOT / package / "rbac").rglob("*.yaml")
+    }
+    assert len(rbac) >= 4, rbac
+    assert rbac <= members.keys(), rbac - members.keys()
+    assert rbac <= files, rbac - files
 
 
 def _constraints() -> str:
