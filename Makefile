@@ -72,5 +72,15 @@ docs:
 test-matrix:
 	@scripts/matrix.sh
 
+# The release into dist/: the sdist, then the wheel built from it, with the docs environment's
+# locked build tools (no build isolation: nothing is resolved at build time). The wheel's
+# timestamps are the last commit's, so one commit always gives the same wheel.
+.PHONY: dist
+dist:
+	@scripts/venv.sh docs
+	rm -rf dist
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800) \
+	  .venv/docs/bin/python -m build --no-isolation --outdir dist .
+
 clean:
 	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache
