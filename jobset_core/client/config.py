@@ -11,6 +11,7 @@ waits for hours in one client, so they are refreshed here before they expire and
 from __future__ import annotations
 
 import copy
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 Source = Literal["kubeconfig_file", "kubeconfig_dict", "in_cluster"]
+
+log = logging.getLogger(__name__)
 
 _SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 _SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -95,12 +98,17 @@ class ClientSettings:
         kubeconfig: A kubeconfig's content (the parsed YAML mapping).
         context: The kubeconfig context to use (default: its ``current-context``).
         in_cluster: Use the pod's service account.
+        insecure_skip_tls_verify: Do not verify the API server's certificate (nor its name),
+            whatever the source says, as ``kubectl --insecure-skip-tls-verify`` does; a
+            warning is logged once per API server and process. For test clusters only:
+            anyone on the path can impersonate the server and read the credentials sent to it.
     """
 
     kubeconfig_path: str | os.PathLike[str] | None = None
     kubeconfig: Mapping[str, Any] | None = None
     context: str | None = None
     in_cluster: bool = False
+    insecure_skip_tls_verify: bool = False
 
     def __post_init__(self) -> None:
         given = [
@@ -250,7 +258,27 @@ async def load_connection(settings: ClientSettings | None = None) -> Connection:
             credentials = await _load_kubeconfig(settings, source, configuration)
     except (config.ConfigException, OSError) as err:
         raise ConfigError(f"cannot load the {source.replace('_', ' ')}: {err}") from err
+    if settings.insecure_skip_tls_verify:
+        _skip_tls_verify(configuration)
     return Connection(configuration, credentials)
+
+
+#: The API servers whose certificate is not verified, each warned about once per process.
+_UNVERIFIED: set[str] = set()
+
+
+def _skip_tls_verify(configuration: Any) -> None:
+    """Turn the certificate check off on ``configuration`` (the official client builds its TLS
+    context from ``verify_ssl``: no hostname check, ``CERT_NONE``); warn once per server."""
+    configuration.verify_ssl = False
+    host = str(configuration.host)
+    if host not in _UNVERIFIED:
+        _UNVERIFIED.add(host)
+        log.warning(
+            "TLS verification is off for the API server at %s (insecure_skip_tls_verify): its "
+            "certificate is not checked, so anyone on the path can impersonate it",
+            host,
+        )
 
 
 async def _load_kubeconfig(

@@ -61,6 +61,7 @@ def settings_key(settings: ClientSettings) -> str:
             settings.kubeconfig,
             settings.context,
             settings.in_cluster,
+            settings.insecure_skip_tls_verify,
         ],
         sort_keys=True,
         default=str,
