@@ -1,21 +1,45 @@
 """``JobSetHook``: an Airflow ``kubernetes`` connection turned into the core's client settings.
 
 The hook reuses the connection type of the ``cncf.kubernetes`` provider, so an existing
-``kubernetes_default`` connection just works. Its extras (also in their legacy
-``extra__kubernetes__`` spelling) map to :class:`~jobset_core.client.ClientSettings`:
+``kubernetes_default`` connection just works, and one connection can serve both providers'
+tasks. Every extra of that connection type (also in its legacy ``extra__kubernetes__``
+spelling) is honoured, accepted as meaningless here, or refused:
 
-=====================  ==========================================================
-extra                  meaning
-=====================  ==========================================================
-``in_cluster``         use the pod's service account
-``kube_config_path``   a kubeconfig file
-``kube_config``        a kubeconfig's content (JSON or YAML text, or a mapping)
-``cluster_context``    the kubeconfig context
-``namespace``          the default namespace of the operators
-=====================  ==========================================================
+===========================================  =======================================================
+extra                                        what the hook does with it
+===========================================  =======================================================
+``in_cluster``                               honoured: use the pod's service account
+``kube_config_path``                         honoured: a kubeconfig file
+``kube_config``                              honoured: a kubeconfig's content (JSON or YAML text, or
+                                             a mapping)
+``cluster_context``                          honoured: the kubeconfig context
+``namespace``                                honoured: the default namespace of the operators
+``disable_verify_ssl``                       honoured: the API server's certificate and name are not
+                                             verified (the core's ``insecure_skip_tls_verify``
+                                             setting); a warning is logged once per API server
+                                             and process
+``disable_tcp_keepalive``                    accepted, nothing to do: the core's client never turns
+                                             TCP keepalive on, so ``true`` already holds; ``false``
+                                             (the cncf default: keepalive probes on its urllib3
+                                             sockets) has no equivalent and needs none: the client
+                                             finds a dead connection by its own timeouts (10 s to
+                                             connect, a read timeout on requests and watches: a
+                                             watch silent for 150 s is dropped and opened again)
+                                             and closes an idle pooled connection after 15 s, before
+                                             a load balancer or firewall drops it
+``xcom_sidecar_container_image``             ignored: ``KubernetesPodOperator``'s XCom sidecar image
+``xcom_sidecar_container_resources``         ignored: that sidecar's resources
+``xcom_sidecar_container_security_context``  ignored: that sidecar's security context (a JobSet has
+                                             no XCom sidecar; a connection shared with that operator
+                                             keeps working)
+any other key                                refused: a ``ValueError`` naming the connection and the
+                                             key (a misspelt extra is never dropped silently)
+===========================================  =======================================================
 
-With neither, the usual order applies (``$KUBECONFIG`` / ``~/.kube/config``, then in-cluster).
-A missing connection counts as an empty one, like the cncf provider does.
+The booleans take ``true``/``false`` (or ``1``/``0``, ``yes``/``no``, ``on``/``off``); anything
+else is refused. With none of the first three, the usual order applies (``$KUBECONFIG`` /
+``~/.kube/config``, then in-cluster). A missing ``kubernetes_default`` counts as an empty one,
+like the cncf provider does.
 
 The hook only reads the connection into the core's :class:`~jobset_core.client.ClientSettings`;
 the core's one client, observer and lifecycle do the rest (:mod:`jobset_core.lifecycle`). It
@@ -37,9 +61,30 @@ from airflow_provider_jobset._compat import AirflowNotFoundException, BaseHook
 if TYPE_CHECKING:
     from jobset_core.lifecycle import ClientSettings
 
-__all__ = ["ConnectionConfig", "JobSetHook", "config_from_extras"]
+__all__ = ["KNOWN_EXTRAS", "ConnectionConfig", "JobSetHook", "config_from_extras"]
 
 _PREFIX = "extra__kubernetes__"
+
+#: The extras the hook reads (the module's table says how).
+_HONOURED = (
+    "in_cluster",
+    "kube_config_path",
+    "kube_config",
+    "cluster_context",
+    "namespace",
+    "disable_verify_ssl",
+)
+#: The extras of the ``kubernetes`` connection type that mean nothing for a JobSet (the
+#: module's table says why): accepted, so that a connection shared with the cncf provider's
+#: operators keeps working.
+_IGNORED = (
+    "disable_tcp_keepalive",
+    "xcom_sidecar_container_image",
+    "xcom_sidecar_container_resources",
+    "xcom_sidecar_container_security_context",
+)
+#: Every extra of the ``kubernetes`` connection type; any other key is refused.
+KNOWN_EXTRAS = frozenset(_HONOURED + _IGNORED)
 
 
 def _field(extras: Mapping[str, Any], name: str) -> Any:
@@ -48,7 +93,7 @@ def _field(extras: Mapping[str, Any], name: str) -> Any:
     return extras.get(_PREFIX + name) or None
 
 
-def _as_bool(value: Any) -> bool | None:
+def _as_bool(value: Any, name: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -56,7 +101,28 @@ def _as_bool(value: Any) -> bool | None:
         return True
     if text in ("false", "0", "no", "off", ""):
         return False
-    raise ValueError(f"not a boolean: {value!r}")
+    raise ValueError(f"sets {name} to {value!r}, which is not a boolean")
+
+
+def _connection(conn_id: str | None) -> str:
+    return "the kubernetes connection" + (f" {conn_id!r}" if conn_id else "")
+
+
+def _refuse_unknown(extras: Mapping[str, Any], conn_id: str | None) -> None:
+    """Refuse a key that is no extra of the ``kubernetes`` connection type, in either
+    spelling (a misspelt extra would otherwise be dropped silently)."""
+    unknown = [
+        key
+        for key in map(str, extras)
+        if (key[len(_PREFIX) :] if key.startswith(_PREFIX) else key) not in KNOWN_EXTRAS
+    ]
+    if unknown:
+        keys = ", ".join(repr(key) for key in sorted(unknown))
+        plural = "s" if len(unknown) > 1 else ""
+        raise ValueError(
+            f"{_connection(conn_id)} has the unknown extra{plural} {keys}; the extras of a "
+            f"kubernetes connection are {', '.join(sorted(KNOWN_EXTRAS))}"
+        )
 
 
 def _as_kubeconfig(value: Any) -> dict[str, Any] | None:
@@ -65,9 +131,12 @@ def _as_kubeconfig(value: Any) -> dict[str, Any] | None:
     try:
         parsed = json.loads(value)
     except ValueError:
-        parsed = yaml.safe_load(value)
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ValueError("sets kube_config to text that is neither JSON nor YAML") from None
     if not isinstance(parsed, Mapping):
-        raise ValueError("the connection's kube_config is not a kubeconfig mapping")
+        raise ValueError("sets kube_config to something that is not a kubeconfig mapping")
     return dict(parsed)
 
 
@@ -81,6 +150,8 @@ class ConnectionConfig:
         context: The kubeconfig context.
         in_cluster: Use the pod's service account.
         namespace: The connection's default namespace.
+        insecure_skip_tls_verify: Do not verify the API server's certificate (the
+            ``disable_verify_ssl`` extra).
     """
 
     kubeconfig_path: str | None = None
@@ -88,6 +159,7 @@ class ConnectionConfig:
     context: str | None = None
     in_cluster: bool = False
     namespace: str | None = None
+    insecure_skip_tls_verify: bool = False
 
     def client_settings(self) -> ClientSettings:
         """The core's settings (imports the client layer)."""
@@ -98,6 +170,7 @@ class ConnectionConfig:
             kubeconfig=self.kubeconfig,
             context=self.context,
             in_cluster=self.in_cluster,
+            insecure_skip_tls_verify=self.insecure_skip_tls_verify,
         )
 
 
@@ -108,31 +181,56 @@ def config_from_extras(
     cluster_context: str | None = None,
     in_cluster: bool | None = None,
     namespace: str | None = None,
+    conn_id: str | None = None,
 ) -> ConnectionConfig:
     """Read a ``kubernetes`` connection's extras; hook arguments override the extras.
 
+    Every extra of the connection type is honoured or deliberately ignored (the module's
+    table); ``conn_id`` names the connection in the errors.
+
     Raises:
-        ValueError: more than one of in-cluster, kubeconfig path and kubeconfig content, or a
-            malformed value.
+        ValueError: an unknown extra (named with the connection), more than one of in-cluster,
+            kubeconfig path and kubeconfig content, or a malformed value.
     """
+    _refuse_unknown(extras, conn_id)
+    try:
+        return _config(extras, config_file, cluster_context, in_cluster, namespace)
+    except ValueError as err:  # each says what the connection "sets"
+        raise ValueError(f"{_connection(conn_id)} {err}") from None
+
+
+def _config(
+    extras: Mapping[str, Any],
+    config_file: str | None,
+    cluster_context: str | None,
+    in_cluster: bool | None,
+    namespace: str | None,
+) -> ConnectionConfig:
     in_cluster_value = (
-        in_cluster if in_cluster is not None else _as_bool(_field(extras, "in_cluster"))
+        in_cluster
+        if in_cluster is not None
+        else _as_bool(_field(extras, "in_cluster"), "in_cluster")
     )
     path = config_file or _field(extras, "kube_config_path")
     content = _as_kubeconfig(_field(extras, "kube_config"))
     chosen = [bool(in_cluster_value), path is not None, content is not None]
     if sum(chosen) > 1:
         raise ValueError(
-            "the kubernetes connection sets more than one of in_cluster, kube_config_path and "
-            "kube_config; they are mutually exclusive"
+            "sets more than one of in_cluster, kube_config_path and kube_config; they are "
+            "mutually exclusive"
         )
     context = cluster_context or _field(extras, "cluster_context")
+    # Ignored (the module's table says why), but a value that is no boolean is still a mistake.
+    _as_bool(_field(extras, "disable_tcp_keepalive"), "disable_tcp_keepalive")
     return ConnectionConfig(
         kubeconfig_path=str(path) if path is not None else None,
         kubeconfig=content,
         context=None if in_cluster_value else context,
         in_cluster=bool(in_cluster_value),
         namespace=namespace or _field(extras, "namespace"),
+        insecure_skip_tls_verify=bool(
+            _as_bool(_field(extras, "disable_verify_ssl"), "disable_verify_ssl")
+        ),
     )
 
 
@@ -216,13 +314,17 @@ class JobSetHook(BaseHook):
     def get_config(self) -> ConnectionConfig:
         """The connection's settings (read once per hook)."""
         if self._config is None:
-            self._config = config_from_extras(self._extras(), **self._overrides)
+            self._config = config_from_extras(
+                self._extras(), **self._overrides, conn_id=self.kubernetes_conn_id
+            )
         return self._config
 
     async def aget_config(self) -> ConnectionConfig:
         """The connection's settings, read without blocking the event loop."""
         if self._config is None:
-            self._config = config_from_extras(await self._aextras(), **self._overrides)
+            self._config = config_from_extras(
+                await self._aextras(), **self._overrides, conn_id=self.kubernetes_conn_id
+            )
         return self._config
 
     def default_namespace(self) -> str:
