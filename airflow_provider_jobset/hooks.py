@@ -111,11 +111,7 @@ def _connection(conn_id: str | None) -> str:
 def _refuse_unknown(extras: Mapping[str, Any], conn_id: str | None) -> None:
     """Refuse a key that is no extra of the ``kubernetes`` connection type, in either
     spelling (a misspelt extra would otherwise be dropped silently)."""
-    unknown = [
-        key
-        for key in map(str, extras)
-        if (key[len(_PREFIX) :] if key.startswith(_PREFIX) else key) not in KNOWN_EXTRAS
-    ]
+    unknown = [key for key in map(str, extras) if key.removeprefix(_PREFIX) not in KNOWN_EXTRAS]
     if unknown:
         keys = ", ".join(repr(key) for key in sorted(unknown))
         plural = "s" if len(unknown) > 1 else ""

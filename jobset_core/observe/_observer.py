@@ -300,7 +300,14 @@ class Observer:
                 # ending together, three informers each). :meth:`aclose` waits for it.
                 stop = asyncio.ensure_future(informer.stop())
                 self._stopping.add(stop)
-                stop.add_done_callback(self._stopping.discard)
+                stop.add_done_callback(self._stopped)
+
+    def _stopped(self, stop: asyncio.Task[None]) -> None:
+        """An informer closed in the background: a loop that had ended in an error (a bug:
+        it handles the API's) is said here, since no waiter awaits the closing."""
+        self._stopping.discard(stop)
+        if not stop.cancelled() and stop.exception() is not None:
+            log.warning("an informer ended in an error: %r", stop.exception())
 
     def _remember_refusal(self, informer: Informer) -> None:
         problem = informer.problem
