@@ -2,6 +2,48 @@ module github.com/airflow-provider-jobset/devcluster/containerd
 
 go 1.26.6
 
+// What containerd shares with tests/cluster/k8s (the kubelet's build) is built from the version
+// that wrapper builds (grpc, protobuf, golang.org/x/*, k8s.io/apimachinery and client-go v0.36.3,
+// prometheus, ...), so that the Go build cache compiles each shared package once for the whole
+// devcluster instead of once per wrapper (see tests/cluster/README.md, "Build and cache").
+// Replaced, not required: containerd requires them at higher versions, which a requirement
+// could not lower. Left at containerd's own versions, because containerd v2.4.2 does not build
+// with the kubelet's: its own modules (containerd/api v1.12, ttrpc, typeurl, log), k8s.io/cri-api
+// and cri-streaming v0.37 (RUNTIME_DEFAULT stop signal), OpenTelemetry (its OTLP HTTP exporter
+// needs otel's semconv v1.43), logrus v1.10 (hooks/slog), bbolt v1.5 (NoStatistics) and
+// opencontainers/selinux v1.15 (ReserveLabelV2).
+replace (
+	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
+	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
+	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
+	github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
+	github.com/godbus/dbus/v5 => github.com/godbus/dbus/v5 v5.2.2
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 => github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3
+	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
+	github.com/moby/sys/userns => github.com/moby/sys/userns v0.1.0
+	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.23.2
+	github.com/prometheus/common => github.com/prometheus/common v0.67.5
+	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
+	go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
+	go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/crypto => golang.org/x/crypto v0.47.0
+	golang.org/x/net => golang.org/x/net v0.49.0
+	golang.org/x/sync => golang.org/x/sync v0.19.0
+	golang.org/x/sys => golang.org/x/sys v0.40.0
+	golang.org/x/term => golang.org/x/term v0.39.0
+	golang.org/x/text => golang.org/x/text v0.33.0
+	golang.org/x/time => golang.org/x/time v0.14.0
+	google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260128011058-8636f8732409
+	google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260128011058-8636f8732409
+	google.golang.org/grpc => google.golang.org/grpc v1.79.3
+	google.golang.org/protobuf => google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+	k8s.io/apimachinery => k8s.io/apimachinery v0.36.3
+	k8s.io/client-go => k8s.io/client-go v0.36.3
+	k8s.io/streaming => k8s.io/streaming v0.36.3
+	k8s.io/utils => k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
+)
+
 require (
 	cyphar.com/go-pathrs v0.2.5 // indirect
 	dario.cat/mergo v1.0.2 // indirect
