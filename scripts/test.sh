@@ -67,7 +67,7 @@ run_pytest() {
 # cluster's components, time the ways against each other, or measure the event loop) run
 # after, one at a time, on a quiet cluster.
 kfp_select=(-m "kfp or core or not cluster")
-not_alone=(-m "not alone and not (core and cluster)"); only_alone=(-m alone)
+not_alone=(-m "not alone"); only_alone=(-m alone)
 case "${DEVCLUSTER_REAL_NODE:-1}" in
   0|false|no|off)
     kfp_select=(-m "(${kfp_select[1]}) and not realnode")
@@ -81,15 +81,11 @@ case "${DEVCLUSTER_KUEUE:-1}${DEVCLUSTER_JOBSET:-1}" in
     not_alone=(-m "${not_alone[1]} and not kueue"); only_alone=(-m "${only_alone[1]} and not kueue")
     echo "Kueue off: Kueue tests deselected" ;;
 esac
-# The core's cluster tests (marker `core`, tests/conftest.py) run once, on the KFP side: it is
-# locked at the lowest kubernetes_asyncio the core accepts (requirements/kfp-floor.in) and at
-# kfp's kubernetes<31, while the Airflow side's adapter cluster tests prove the newest client
-# through the same core. (Both sides would cost about 7 more minutes of a cold run: 509 tests
-# in 415 s at 3 workers on a quiet machine, the API server and etcd using most of the CPU.)
-# The core's pure tests run on both sides, since validation reads the batch/v1 schema of each
-# side's client.
-# tests/bench: the benchmarks' pure parts and their smoke profile (`make bench`'s code, tiny
-# sizes, on a devcluster of its own; no thresholds).
+# The core's tests, pure and cluster, run on both sides, so both ends of the client range meet a
+# real API server: the KFP side is locked at the lowest kubernetes_asyncio the core accepts
+# (requirements/kfp-floor.in) beside kfp's kubernetes<31, the Airflow side at the newest. (The
+# second copy of the core's 509 cluster tests costs ~7 min of a cold run, mostly the API
+# server's and etcd's CPU; the Go wrappers' shared build cache paid for it.)
 airflow_tests=(tests/core tests/cluster tests/airflow tests/docs tests/bench)
 run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
 run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
