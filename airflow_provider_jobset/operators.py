@@ -247,7 +247,8 @@ class JobSetOperator(BaseOperator):
         try:
             jobset = load_jobset(self.jobset)
         except SpecError as err:
-            raise AirflowFailException(f"invalid JobSet (nothing was created):\n{err}") from err
+            refused = err.for_a_run(source_label(self.jobset))
+            raise AirflowFailException(f"invalid JobSet (nothing was created):\n{refused}") from err
         meta = jobset.metadata
         if self.name:
             meta = meta.model_copy(update={"name": self.name, "generate_name": None})

@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from jobset_core.lifecycle.verdict import Verdict
 
 __all__ = [
+    "CARRY_UNKNOWN",
     "MAX_MESSAGE_CHARS",
+    "RUN_CARRIES_NONE",
     "AdmissionTimeout",
     "ApiError",
     "ConfigError",
@@ -105,6 +107,15 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:keep]}...[{len(text) - 2 * keep} characters left out]...{text[-keep:]}"
 
 
+#: How an ``unknown-field`` problem says a field newer than the models can be carried, in the
+#: Python API's spelling; a surface with its own (``jobsetctl``'s flag) swaps it with
+#: :meth:`Problem.respelled`.
+CARRY_UNKNOWN = "pass allow_unknown_fields=True to carry it"
+#: What every way of running (operator, trigger, KFP launcher, ``jobsetctl run``) says instead:
+#: a run sends only the fields the models know, so it cannot carry a newer one.
+RUN_CARRIES_NONE = "remove it to run the JobSet (a run sends only the fields the models know)"
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
     """One thing wrong with a JobSet, found before anything is sent to a cluster.
@@ -126,6 +137,12 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
 
+    def respelled(self, carry: str) -> Problem:
+        """This problem with :data:`CARRY_UNKNOWN` said the way a surface says it."""
+        if self.rule != "unknown-field" or CARRY_UNKNOWN not in self.message:
+            return self
+        return Problem(self.path, self.message.replace(CARRY_UNKNOWN, carry), self.rule)
+
 
 class JobSetError(Exception):
     """Base class of every error this project raises on purpose."""
@@ -140,6 +157,12 @@ class SpecError(JobSetError, ValueError):
         prefix = f"{source}: " if source else ""
         lines = [f"{prefix}{p}" for p in self.problems] or [f"{prefix}invalid JobSet"]
         super().__init__("\n".join(lines))
+
+    def for_a_run(self, source: str | None = None) -> SpecError:
+        """These problems as a run reports them: from ``source`` unless one is named, and
+        saying that a field newer than the models must go (:data:`RUN_CARRIES_NONE`)."""
+        problems = [problem.respelled(RUN_CARRIES_NONE) for problem in self.problems]
+        return SpecError(problems, source=self.source or source)
 
 
 class ConfigError(JobSetError, ValueError):

@@ -353,9 +353,14 @@ def launch_step(
         pod_start, inject_env = wait.pod_start(), wait.checked_inject_env()
         identity = kfp_identity(run_id, task_name, task_id)
         settings = ClientSettings()
+        source = "launch_jobset(jobset_dict)" if jobset_dict else "launch_jobset(jobset)"
+        try:
+            loaded = load_jobset(from_struct(jobset_dict) if jobset_dict else jobset)
+        except SpecError as err:
+            raise err.for_a_run(source) from None
         request = RunRequest(
-            jobset=load_jobset(from_struct(jobset_dict) if jobset_dict else jobset),
-            source="launch_jobset(jobset_dict)" if jobset_dict else "launch_jobset(jobset)",
+            jobset=loaded,
+            source=source,
             namespace=namespace or default_namespace(settings),  # "": the launcher pod's
             identity=identity,
             backend=backend,  # type: ignore[arg-type]  # checked above

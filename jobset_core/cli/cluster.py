@@ -350,7 +350,7 @@ def _load_one(file: str, streams: Streams) -> JobSet:
     try:
         jobsets = load_jobsets(read_stream(streams.stdin) if file == "-" else Path(file))
     except SpecError as err:
-        raise SpecError(err.problems, source=label) from None
+        raise err.for_a_run(label) from None
     except OSError as err:
         raise SpecError([Problem("", f"cannot read: {err}", "read")], source=label) from None
     if len(jobsets) != 1:

@@ -207,9 +207,13 @@ def _in_document(index: int, problem: Problem) -> Problem:
     )
 
 
+#: How ``validate`` and ``render`` carry fields newer than the models.
+CARRY_FLAG = "pass --allow-unknown-fields to carry it"
+
+
 def _report(file: str, problems: Sequence[Problem], stream: TextIO) -> None:
     for problem in problems:
-        stream.write(f"{_label(file)}: {problem}\n")
+        stream.write(f"{_label(file)}: {problem.respelled(CARRY_FLAG)}\n")
 
 
 # --------------------------------------------------------------------------------------------

@@ -122,12 +122,15 @@ def prepare(
     """
     if request.jobset is None:
         raise SpecError([Problem("", "the request has no JobSet to run", "jobset")])
-    named, marks = ident.stamp_identity(request.jobset, request.namespace, request.identity)
-    named = queued(named, request)
-    if request.inject_env:
-        named = inject_workload_env(named)
-    if validate:
-        ensure_valid(named, feature_gates=feature_gates)
+    try:
+        named, marks = ident.stamp_identity(request.jobset, request.namespace, request.identity)
+        named = queued(named, request)
+        if request.inject_env:
+            named = inject_workload_env(named)
+        if validate:
+            ensure_valid(named, feature_gates=feature_gates)
+    except SpecError as err:  # every way names the file, and what a run can do of a new field
+        raise err.for_a_run(request.source) from None
     return named, marks
 
 

@@ -22,7 +22,7 @@ from typing import IO, Any
 import yaml
 from pydantic import ValidationError
 
-from jobset_core.errors import Problem, SpecError, format_path
+from jobset_core.errors import CARRY_UNKNOWN, Problem, SpecError, format_path
 from jobset_core.limits import MAX_FILE_BYTES, MAX_OBJECT_BYTES
 from jobset_core.models._base import to_plain, unknown_fields
 from jobset_core.models._input import (
@@ -176,8 +176,7 @@ def _parse(document: Any, allow_unknown: bool, prefix: tuple[str | int, ...]) ->
         problems = [
             Problem(
                 format_path((*prefix, *loc)),
-                "unknown field (not part of jobset.x-k8s.io/v1alpha2 v0.12.0; "
-                "pass allow_unknown_fields=True to carry fields newer than the models)",
+                f"unknown field (not part of jobset.x-k8s.io/v1alpha2 v0.12.0; {CARRY_UNKNOWN})",
                 "unknown-field",
             )
             for loc in unknown_fields(JobSet, data)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from jobset_core import filecache
-from jobset_core.errors import Problem, format_path
+from jobset_core.errors import CARRY_UNKNOWN, Problem, format_path
 from jobset_core.validation._quantity import quantity_error
 
 __all__ = [
@@ -385,8 +385,8 @@ class _Walker:
         guess = f"did you mean {close[0]!r}? If not, it " if close else "it "
         return (
             f"unknown field ({guess}may be newer than the installed kubernetes client "
-            f"{client_version()}, which knows Kubernetes {_kubernetes_minor()}: pass "
-            "allow_unknown_fields=True to carry it)"
+            f"{client_version()}, which knows Kubernetes {_kubernetes_minor()}: "
+            f"{CARRY_UNKNOWN})"
         )
 
 

@@ -143,6 +143,27 @@ def test_invalid_spec_fails_with_field_paths_before_anything_is_created(
     assert path in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("  replicatedJobs:", "  fromTheFuture: 1\n  replicatedJobs:"),
+        ("image: busybox", "image: busybox, newKnob: 1"),
+    ],
+    ids=["jobset-model", "pod-schema"],
+)
+def test_a_field_newer_than_the_models_is_refused_as_a_run_refuses_it(
+    change: tuple[str, str],
+) -> None:
+    """The operator cannot carry such a field: it says so (the core's words for every way
+    of running), never the Python API's ``allow_unknown_fields=True`` it has no argument for."""
+    op = JobSetOperator(task_id="t", jobset=YAML.format(name="ok").replace(*change))
+    with pytest.raises(AirflowFailException) as err:
+        op.prepare_jobset(TaskIdentity("d", "t", "r"), "ns")
+    said = str(err.value)
+    assert "unknown field" in said and "remove it to run the JobSet" in said, said
+    assert "allow_unknown_fields" not in said, said
+
+
 def test_dry_run_prints_the_jobset(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

@@ -158,6 +158,45 @@ def test_validate_allow_unknown_fields(tmp_path: Path) -> None:
     assert run("validate", "--allow-unknown-fields", path) == (0, "", "")
 
 
+@pytest.mark.parametrize(
+    "place",
+    [("spec", "fromTheFuture"), ("spec", "replicatedJobs", 0, "template", "spec", "newKnob")],
+    ids=["jobset-model", "job-schema"],
+)
+def test_an_unknown_field_names_the_flag_that_carries_it(
+    tmp_path: Path, place: tuple[Any, ...]
+) -> None:
+    """Each way says what it can do with a field newer than the models: validate names its
+    flag (not the Python argument); run, which cannot carry one, names the file and says so,
+    before it reads the kubeconfig (whose cluster is never asked)."""
+    data = good().to_dict()
+    node = data
+    for key in place[:-1]:
+        node = node[key]
+    node[place[-1]] = True
+    path = write(tmp_path, "new.yaml", data)
+    code, out, _ = run("validate", path)
+    assert code == 1 and "pass --allow-unknown-fields to carry it" in out, out
+    assert "allow_unknown_fields=True" not in out
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    code, out, err = run("run", "--kubeconfig", str(kubeconfig), path)
+    assert code == 2 and out == "", (out, err)
+    assert err.startswith(f"{path}: spec."), err
+    assert "remove it to run the JobSet" in err and "allow_unknown_fields" not in err, err
+
+
 # --------------------------------------------------------------------------------------------
 # render
 

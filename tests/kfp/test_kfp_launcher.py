@@ -128,6 +128,42 @@ def test_step_rejects_both_or_no_jobset(capsys: pytest.CaptureFixture[str]) -> N
     assert "exactly one of jobset" in capsys.readouterr().err
 
 
+def test_step_refuses_a_field_newer_than_the_models_as_a_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The launcher cannot carry such a field: the core's words for every way of running,
+    with the input's name, never the Python API's ``allow_unknown_fields=True``."""
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "x"},
+        "spec": {"fromTheFuture": 1, "replicatedJobs": []},
+    }
+    with pytest.raises(SystemExit) as caught:
+        launcher.launch_step(
+            jobset="",
+            jobset_dict=jobset,
+            namespace="n",
+            backend="auto",
+            timeout_seconds=0,
+            delete_policy="on_timeout",
+            follow_logs=False,
+            log_replicated_job="",
+            log_job_index=0,
+            log_pod_index=0,
+            task_config=None,
+            task_config_replicated_jobs=None,
+            run_id="r",
+            task_name="t",
+            task_id="1",
+            metrics=None,
+        )
+    assert caught.value.code == launcher.EXIT_INVALID
+    said = capsys.readouterr().err
+    assert "launch_jobset(jobset_dict): spec.fromTheFuture: unknown field" in said, said
+    assert "remove it to run the JobSet" in said and "allow_unknown_fields" not in said, said
+
+
 def test_step_rejects_unresolved_identity(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         launcher.cleanup_step(namespace="n", run_id="{{$.pipeline_job_uuid}}", backend="auto")
