@@ -419,5 +419,46 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+#: A Sphinx role as the Python handler leaves it in a page (the docstrings are written for
+#: readers of the source and for ``help()``): ``:class:`~jobset_core.models.JobSet``` arrives
+#: as ``:class:<code>~jobset_core.models.JobSet</code>``.
+ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):<code>(.*?)</code>")
+#: Any role left after :func:`cross_references` (another markup): the build fails on it.
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):[<`]")
+
+
+def cross_references(html: str) -> str:
+    """Each role becomes the code it names, linked by autorefs where the name is an object
+    of the site (``~`` shows the last part only); a name the site does not document (a
+    private module, a relative name) stays plain code, without a warning."""
+
+    def one(match: re.Match[str]) -> str:
+        target = match[1]
+        shown = target.lstrip("~.")
+        if target.startswith("~"):
+            shown = shown.rsplit(".", 1)[-1]
+        identifier = target.lstrip("~").lstrip(".")
+        return f'<autoref identifier="{identifier}" optional><code>{shown}</code></autoref>'
+
+    return ROLE.sub(one, html)
+
+
+def raw_role_left(html: str) -> str | None:
+    """The text around the first role :func:`cross_references` could not read, if any."""
+    left = RAW_ROLE.search(html)
+    return None if left is None else html[max(0, left.start() - 60) : left.end() + 60]
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs hook: no raw Sphinx role on a rendered page (the build fails on one left)."""
+    html = cross_references(html)
+    around = raw_role_left(html)
+    if around is not None:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"{page.file.src_uri}: a raw role is left on the page: {around!r}")
+    return html
+
+
 def generated_uris() -> Iterable[str]:
     return PAGES.keys()
