@@ -449,14 +449,38 @@ def raw_role_left(html: str) -> str | None:
     return None if left is None else html[max(0, left.start() - 60) : left.end() + 60]
 
 
+#: A signature block of the reference, and the longest line one may have once formatted.
+SIGNATURE = re.compile(r'<div class="doc-signature[^"]*"><pre>(.*?)</pre>', re.DOTALL)
+SIGNATURE_WIDTH = 100
+
+
+def unformatted_signature(html: str) -> str | None:
+    """The first signature line wider than :data:`SIGNATURE_WIDTH` (mkdocstrings formats
+    signatures one argument per line only when it finds ruff in the environment)."""
+    import html as entities
+
+    for block in SIGNATURE.findall(html):
+        text = entities.unescape(re.sub(r"<[^>]+>", "", block))
+        wide = [line for line in text.splitlines() if len(line) > SIGNATURE_WIDTH]
+        if wide:
+            return wide[0][:160]
+    return None
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """mkdocs hook: no raw Sphinx role on a rendered page (the build fails on one left)."""
+    """mkdocs hook: no raw Sphinx role on a rendered page, and every signature formatted (the
+    build fails otherwise)."""
     html = cross_references(html)
-    around = raw_role_left(html)
-    if around is not None:
+    around, wide = raw_role_left(html), unformatted_signature(html)
+    if around is not None or wide is not None:
         from mkdocs.exceptions import PluginError
 
-        raise PluginError(f"{page.file.src_uri}: a raw role is left on the page: {around!r}")
+        what = (
+            f"a raw role is left on the page: {around!r}"
+            if around is not None
+            else f"a signature is not formatted (ruff in the docs environment?): {wide!r}"
+        )
+        raise PluginError(f"{page.file.src_uri}: {what}")
     return html
 
 

@@ -1,5 +1,6 @@
 """No raw Sphinx role on a rendered page: the docs hook turns each role the Python handler
-leaves (``:class:<code>...</code>``) into linked code, and fails the build on any other."""
+leaves (``:class:<code>...</code>``) into linked code, and fails the build on any other; nor
+an unformatted signature."""
 
 from __future__ import annotations
 
@@ -50,3 +51,21 @@ def test_a_role_the_hook_cannot_read_is_found(html: str, left: bool) -> None:
     gen = docs_gen()
     found = gen.raw_role_left(gen.cross_references(html))
     assert (found is not None) == left, found
+
+
+def _signature(*lines: str) -> str:
+    body = "\n".join(f'<span class="n">{line}</span>' for line in lines)
+    return f'<div class="doc-signature highlight"><pre><code>{body}</code></pre></div>'
+
+
+@pytest.mark.parametrize(
+    ("html", "wide"),
+    [
+        (_signature("f(", "    a: int = 1,", "    b: str | None = None,", ")"), False),
+        (_signature("f(" + ", ".join(f"arg{i}: str | None = None" for i in range(8)) + ")"), True),
+        ("<p>" + "x" * 300 + "</p>", False),  # prose is not a signature
+    ],
+    ids=["formatted", "one-line", "prose"],
+)
+def test_an_unformatted_signature_is_found(html: str, wide: bool) -> None:
+    assert (docs_gen().unformatted_signature(html) is not None) == wide
