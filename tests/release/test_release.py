@@ -122,6 +122,7 @@ def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None
         "airflow_provider_jobset/rbac/jobset-airflow-worker-native.yaml",
         "airflow_provider_jobset/rbac/jobset-airflow-triggerer-controller.yaml",
         "airflow_provider_jobset/rbac/jobset-airflow-triggerer-native.yaml",
+        "airflow_provider_jobset/rbac/kustomization.yaml",
         "jobset_core/_version.py",
     ):
         assert needed in files, needed
