@@ -46,6 +46,12 @@ def test_multislice_uses_exclusive_placement(airflow_db: Path) -> None:
     assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == (
         "cloud.google.com/gke-nodepool"
     )
+    pod = jobset.replicated_jobs[0].template.spec["template"]["spec"]
+    assert set(pod["nodeSelector"]) == {  # GKE's TPU node labels: no pod on a CPU node
+        "cloud.google.com/gke-tpu-accelerator",
+        "cloud.google.com/gke-tpu-topology",
+    }
+    assert str(pod["containers"][0]["resources"]["limits"]["google.com/tpu"]) == "4"
 
 
 def test_leader_decides_success(airflow_db: Path) -> None:
