@@ -104,26 +104,15 @@ def test_outputs_result(value: Any, expected: dict[str, Any]) -> None:
     assert outputs[:4] == ("t", "u", "Completed", 1)
 
 
+def _launch(**given: Any) -> Any:
+    """``launch_step`` with inputs that pass every check, and the identity KFP resolves."""
+    identity = {"task_config": None, "run_id": "r", "task_name": "t", "task_id": "1"}
+    return launcher.launch_step(**{**GOOD_INPUTS, **identity, "metrics": None, **given})
+
+
 def test_step_rejects_both_or_no_jobset(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        launcher.launch_step(
-            jobset="",
-            jobset_dict=None,
-            namespace="n",
-            backend="auto",
-            timeout_seconds=0,
-            delete_policy="on_timeout",
-            follow_logs=False,
-            log_replicated_job="",
-            log_job_index=0,
-            log_pod_index=0,
-            task_config=None,
-            task_config_replicated_jobs=None,
-            run_id="r",
-            task_name="t",
-            task_id="1",
-            metrics=None,
-        )
+        _launch(jobset="", jobset_dict=None)
     assert caught.value.code == launcher.EXIT_INVALID
     assert "exactly one of jobset" in capsys.readouterr().err
 
@@ -140,24 +129,7 @@ def test_step_refuses_a_field_newer_than_the_models_as_a_run(
         "spec": {"fromTheFuture": 1, "replicatedJobs": []},
     }
     with pytest.raises(SystemExit) as caught:
-        launcher.launch_step(
-            jobset="",
-            jobset_dict=jobset,
-            namespace="n",
-            backend="auto",
-            timeout_seconds=0,
-            delete_policy="on_timeout",
-            follow_logs=False,
-            log_replicated_job="",
-            log_job_index=0,
-            log_pod_index=0,
-            task_config=None,
-            task_config_replicated_jobs=None,
-            run_id="r",
-            task_name="t",
-            task_id="1",
-            metrics=None,
-        )
+        _launch(jobset="", jobset_dict=jobset)
     assert caught.value.code == launcher.EXIT_INVALID
     said = capsys.readouterr().err
     assert "launch_jobset(jobset_dict): spec.fromTheFuture: unknown field" in said, said
