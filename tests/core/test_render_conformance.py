@@ -261,7 +261,7 @@ def _create(devcluster: Any, namespace: str, document: dict[str, Any]) -> dict[s
         created: dict[str, Any] = devcluster.create_jobset(namespace, document)
     except ApiException as err:
         if err.status == 422 and "feature gate" in (err.body or "").lower():
-            pytest.skip(f"the devcluster controller runs without alpha gates: {err.body}")
+            pytest.fail(f"the devcluster controller runs without alpha gates: {err.body}")
         raise
     return created
 
@@ -473,8 +473,8 @@ def _compare(devcluster: Any, ns: str, document: dict[str, Any], restart_attempt
         pytest.fail(
             f"the controller created none of {list(ours.job_names)} (attempt {restart_attempt})"
         )
-    if missing:
-        pytest.skip(
+    if missing:  # a case that cannot finish is a failure with its reason, never a skip
+        pytest.fail(
             f"compared {len(jobs)} of {len(ours.job_names)} Jobs; the devcluster did not let the "
             f"controller create {missing} within {CREATE_TIMEOUT:.0f}s (e.g. an unbound claim)"
         )
