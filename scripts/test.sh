@@ -86,7 +86,9 @@ esac
 # (requirements/kfp-floor.in) beside kfp's kubernetes<31, the Airflow side at the newest. (The
 # second copy of the core's 509 cluster tests costs ~7 min of a cold run, mostly the API
 # server's and etcd's CPU; the Go wrappers' shared build cache paid for it.)
-airflow_tests=(tests/core tests/cluster tests/airflow tests/docs tests/bench)
+# tests/bench first: its smoke profile (~200 s in one file) was collected last, and a cold run's
+# pass ended with ~2.5 min of one or two busy workers (workers take files in collection order).
+airflow_tests=(tests/bench tests/core tests/cluster tests/airflow tests/docs)
 run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
 run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
 
