@@ -244,10 +244,11 @@ class JobSetOperator(BaseOperator):
         Raises:
             AirflowFailException: the JobSet cannot be read (every problem with its path).
         """
+        source = source_label(self.jobset) or f"JobSetOperator(task_id={self.task_id!r}).jobset"
         try:
             jobset = load_jobset(self.jobset)
         except SpecError as err:
-            refused = err.for_a_run(source_label(self.jobset))
+            refused = err.for_a_run(source)
             raise AirflowFailException(f"invalid JobSet (nothing was created):\n{refused}") from err
         meta = jobset.metadata
         if self.name:
@@ -260,7 +261,7 @@ class JobSetOperator(BaseOperator):
         )
         return self.request.but(
             jobset=jobset.model_copy(update={"metadata": meta}),
-            source=source_label(self.jobset) or f"JobSetOperator(task_id={self.task_id!r}).jobset",
+            source=source,
             namespace=namespace,
             identity=identity.identity(),
             **changes,

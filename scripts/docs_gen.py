@@ -422,9 +422,10 @@ def on_files(files: Any, config: Any) -> Any:
 #: A Sphinx role as the Python handler leaves it in a page (the docstrings are written for
 #: readers of the source and for ``help()``): ``:class:`~jobset_core.models.JobSet``` arrives
 #: as ``:class:<code>~jobset_core.models.JobSet</code>``.
-ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):<code>(.*?)</code>")
+_ROLE_NAME = r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):"
+ROLE = re.compile(_ROLE_NAME + r"<code>(.*?)</code>")
 #: Any role left after :func:`cross_references` (another markup): the build fails on it.
-RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|data|mod|attr|exc|obj|const):[<`]")
+RAW_ROLE = re.compile(_ROLE_NAME + r"[<`]")
 
 
 def cross_references(html: str) -> str:

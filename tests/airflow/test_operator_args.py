@@ -161,6 +161,7 @@ def test_a_field_newer_than_the_models_is_refused_as_a_run_refuses_it(
         op.prepare_jobset(TaskIdentity("d", "t", "r"), "ns")
     said = str(err.value)
     assert "unknown field" in said and "remove it to run the JobSet" in said, said
+    assert "JobSetOperator(task_id='t').jobset: spec." in said, said  # its source, as any way
     assert "allow_unknown_fields" not in said, said
 
 
