@@ -202,6 +202,9 @@ def test_the_release_carries_its_licence_classifiers_launcher_and_rbac(dist: Pat
         }
         assert pythons == TESTED_PYTHONS, (where, pythons)
         assert not CLASSIFIERS - classifiers, (where, CLASSIFIERS - classifiers)
+        # The project's home (pyproject.toml's [project.urls]), as a package index shows it.
+        urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL") or ())
+        assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}, where
 
     # The sdist is a build context for the launcher image; the wheel has no use for its
     # Dockerfile. The RBAC Roles are in both.
