@@ -201,6 +201,11 @@ def airflow_processes(
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__WORKERS": "1",
+        # The log servers of the workers (the scheduler's) and of the triggerer, which the API
+        # server asks for a running or deferred try's log: this Airflow's own, not another
+        # one's that a concurrent test started on the default ports (8793, 8794).
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
