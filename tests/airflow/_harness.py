@@ -124,6 +124,23 @@ class AirflowProcesses:
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """One REST API call as the (simple auth manager's) admin."""
+        return json.loads(self._call(method, path, body))
+
+    def task_log(
+        self, dag_id: str, run_id: str, task_id: str, try_number: int
+    ) -> list[dict[str, Any]]:
+        """A task try's log as the UI reads it, from the API server: ``GET
+        /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}``
+        with ``Accept: application/x-ndjson`` (one structured message a line: ``event``,
+        ``timestamp``...). While the task runs or is deferred, the API server reads the
+        worker's log and the triggerer's (the trigger's lines of this try) for it."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}"
+        text = self._call("GET", path, accept="application/x-ndjson").decode()
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def _call(
+        self, method: str, path: str, body: Any = None, *, accept: str = "application/json"
+    ) -> bytes:
         base = f"http://127.0.0.1:{self.port}"
         with urllib.request.urlopen(f"{base}/auth/token", timeout=30) as answer:
             token = json.loads(answer.read())["access_token"]
@@ -131,10 +148,14 @@ class AirflowProcesses:
             base + path,
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                "Accept": accept,
+            },
         )
         with urllib.request.urlopen(request, timeout=60) as answer:
-            return json.loads(answer.read())
+            return bytes(answer.read())
 
     def task_logs(self, dag_id: str, run_id: str, task_id: str) -> Path:
         """The folder of a task instance's logs."""

@@ -1,7 +1,11 @@
 """End to end with real Airflow processes: scheduler, triggerer, API server and DAG processor
 (LocalExecutor on SQLite) run a DAG whose deferrable JobSet task fails once (the JobSet
 restarts), is retried, reattaches to the same JobSet in the triggerer and succeeds; the
-downstream task reads the result from XCom. Bounded in time; every process is stopped.
+downstream task reads the result from XCom. A second DAG's task stays deferred on pods that
+never finish: its log, read from the API server as the UI reads it, shows the pods' lines
+(their containers start only once the task is deferred) while it is deferred and its JobSet
+runs; then a user marks it failed and the trigger deletes the JobSet. Bounded in time; every
+process is stopped.
 
 The workers (the scheduler's) and the triggerer run as two service accounts bound to nothing
 but the shipped controller-backend Roles of each, with tokens that expire every 30 s."""
@@ -69,8 +73,13 @@ from airflow.sdk import DAG
 
 from airflow_provider_jobset.operators import JobSetOperator
 
+# The containers start when the test patches start-seconds to 0 (with their log), once the
+# task is deferred.
 pod = {
-    "metadata": {"annotations": {"devcluster/never-finish": "true"}},
+    "metadata": {"annotations": {
+        "devcluster/never-finish": "true",
+        "devcluster/start-seconds": "3600",
+    }},
     "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
 }
 jobset = {
@@ -82,7 +91,8 @@ jobset = {
 }
 
 with DAG("e2e_kill", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
-    JobSetOperator(task_id="hold", jobset=jobset, namespace="%s", deferrable=True, retries=0)
+    JobSetOperator(task_id="hold", jobset=jobset, namespace="%s", deferrable=True, retries=0,
+                   log_pods="all")
 """
 
 
@@ -149,40 +159,88 @@ def test_dag_lives_its_whole_life_with_a_retry(
         assert "JobSetRestarting" in first and "failed child Job" in first, first
     assert "reattached to JobSet" in second
 
-    # A user marks the deferred task failed: the trigger's on_kill deletes the JobSet.
+    # A task deferred on pods that never finish. Its log, as the API server serves it to a
+    # user, shows the pods' lines while it is deferred: each pod's container starts, with a
+    # line written for it, only once the task is deferred (the second once the first's line
+    # is shown), so only a trigger that follows the pods' logs in the triggerer shows them.
     ctx.wait_parsed("e2e_kill")
     ctx.cli("dags", "unpause", "e2e_kill")
     ctx.cli("dags", "trigger", "e2e_kill", "--run-id", "kill_run")
     namespace = cluster_namespace
+    hold = "/api/v2/dags/e2e_kill/dagRuns/kill_run/taskInstances/hold"
 
-    def deferred_with_jobset() -> bool:
-        tis = ctx.json("tasks", "states-for-dag-run", "e2e_kill", "kill_run", "-o", "json")
-        jobsets = devcluster.custom.list_namespaced_custom_object(
-            "jobset.x-k8s.io",
-            "v1alpha2",
-            namespace,
-            "jobsets",
-            label_selector="airflow-jobset/task-id=hold",
-        )["items"]
-        return bool(jobsets) and tis[0]["state"] == "deferred"
+    def jobsets() -> list[dict[str, Any]]:
+        return list(
+            devcluster.custom.list_namespaced_custom_object(
+                "jobset.x-k8s.io",
+                "v1alpha2",
+                namespace,
+                "jobsets",
+                label_selector="airflow-jobset/task-id=hold",
+            )["items"]
+        )
 
-    devcluster.wait_for(deferred_with_jobset, 300, interval=3, desc="the deferred kill task")
-    ctx.api(
-        "PATCH",
-        "/api/v2/dags/e2e_kill/dagRuns/kill_run/taskInstances/hold",
-        {"new_state": "failed"},
+    def deferred_with_pods() -> tuple[str, list[Any]] | None:
+        found = jobsets()
+        if not found or ctx.api("GET", hold)["state"] != "deferred":
+            return None
+        name = found[0]["metadata"]["name"]
+        selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+        pods = devcluster.core.list_namespaced_pod(namespace, label_selector=selector).items
+        return (name, pods) if len(pods) == 2 else None
+
+    name, pods = devcluster.wait_for(
+        deferred_with_pods, 300, interval=1, desc="the deferred kill task and its two pods"
     )
+    for pod in sorted(pods, key=lambda p: p.metadata.labels["jobset.sigs.k8s.io/job-index"]):
+        pod_name = pod.metadata.name
+        index = pod.metadata.labels["jobset.sigs.k8s.io/job-index"]
+        text = f"worker {index} started after the task deferred"
+        devcluster.core.patch_namespaced_pod(
+            pod_name,
+            namespace,
+            {
+                "metadata": {
+                    "annotations": {"devcluster/log": text, "devcluster/start-seconds": "0"}
+                }
+            },
+        )
+        # The trigger names the pod a line came from (its JobSet, replicated job and index).
+        assert pod_name.startswith(f"{name}-w-{index}-"), pod_name
+        shown = f"[{pod_name}] {text}"
+        events: list[str] = []
+
+        def served(shown: str = shown, events: list[str] = events) -> bool:
+            events[:] = [
+                str(m.get("event")) for m in ctx.task_log("e2e_kill", "kill_run", "hold", 1)
+            ]
+            return shown in events
+
+        deadline = time.monotonic() + 60
+        while not served():
+            assert time.monotonic() < deadline, (
+                f"the deferred task's log never showed {shown!r}:\n"
+                + "\n".join(events)
+                + "\n"
+                + ctx.logs()
+            )
+            time.sleep(1)
+        # Read after the log: the task was deferred, its JobSet there and not finished.
+        assert ctx.api("GET", hold)["state"] == "deferred"
+        (jobset,) = jobsets()
+        status = jobset.get("status") or {}
+        ended = [
+            c["type"]
+            for c in status.get("conditions") or []
+            if c["type"] in ("Completed", "Failed") and c["status"] == "True"
+        ]
+        assert not status.get("terminalState") and not ended, status
+
+    # A user marks the deferred task failed: the trigger's on_kill deletes the JobSet.
+    ctx.api("PATCH", hold, {"new_state": "failed"})
 
     def everything_gone() -> bool:
-        jobsets = devcluster.custom.list_namespaced_custom_object(
-            "jobset.x-k8s.io",
-            "v1alpha2",
-            namespace,
-            "jobsets",
-            label_selector="airflow-jobset/task-id=hold",
-        )["items"]
-        pods = devcluster.core.list_namespaced_pod(namespace).items
-        return not jobsets and not pods
+        return not jobsets() and not devcluster.core.list_namespaced_pod(namespace).items
 
     devcluster.wait_for(everything_gone, 240, interval=2, desc="the killed task's JobSet deleted")
     said = [
