@@ -47,7 +47,11 @@ MATRIX_PACKAGES = (
     ("kubernetes", "kubernetes"),
     ("kubernetes-asyncio", "kubernetes_asyncio"),
     ("pydantic", "pydantic"),
+    ("pyyaml", "PyYAML"),
 )
+#: The Python of each environment that is not the machine's 3.11 (tests/release/_build.py's
+#: ENDS, which a test compares with this).
+LOCK_PYTHONS = {"core-floor": "3.10", "core-ceiling": "3.12, 3.13"}
 MATRIX_MARKER = "airflow_matrix"
 
 
@@ -305,7 +309,8 @@ def matrix_locks(root: Path = ROOT) -> list[Path]:
     older = sorted(
         req.glob("airflow-3.*.txt"), key=lambda p: [int(x) for x in p.stem[8:].split(".")]
     )
-    return [req / "airflow.txt", *older, req / "kfp.txt"]
+    ends = [req / "core-floor.txt", req / "core-ceiling.txt"]
+    return [req / "airflow.txt", *older, req / "kfp.txt", *ends]
 
 
 def matrix_tests(root: Path = ROOT) -> list[tuple[str, bool]]:
@@ -334,29 +339,40 @@ def _what_runs(name: str) -> str:
     if name == "airflow":
         return "everything: lint, core, devcluster, Airflow adapter (unit, cluster, end to end)"
     if name == "kfp":
-        return "core and the KFP adapter (unit and cluster)"
+        return "core and the KFP adapter (unit and cluster), at every runtime dependency's floor"
+    if name.startswith("core-"):
+        return "the built wheel alone: `jobsetctl validate` and the core's tests without a cluster"
     return "the Airflow adapter's unit tests and the `airflow_matrix` cluster subset"
 
 
 def matrix_page(root: Path = ROOT) -> str:
     """The tested versions, one row per lock file."""
-    header = ["environment", *(label for _, label in MATRIX_PACKAGES), "what runs"]
+    floor = locked_versions((root / "requirements/core-floor.txt").read_text())
+    floors = ", ".join(f"`{label}` {floor[pkg]}" for pkg, label in MATRIX_PACKAGES if pkg in floor)
+    header = ["environment", "Python", *(label for _, label in MATRIX_PACKAGES), "what runs"]
     lines = [
         "# Tested matrix",
         "",
         "Generated from the lock files in `requirements/`: each row is one Python environment",
-        "(`scripts/venv.sh <name>`) that `make test` builds and runs, on Python 3.11, against",
-        "the devcluster (Kubernetes v1.36, JobSet v0.12.0). Every Airflow 3 minor the package",
-        "accepts (`apache-airflow>=3.0,<4`) has a row. An older minor's row is its newest patch",
-        "with PyPI as it was on that patch's release day, as Airflow's constraints for it pin",
+        "that `make test` builds and runs, against the devcluster (Kubernetes v1.36, JobSet",
+        "v0.12.0) where it needs a cluster. Every Airflow 3 minor the package accepts",
+        "(`apache-airflow>=3.0,<4`) has a row. An older minor's row is its newest patch with",
+        "PyPI as it was on that patch's release day, as Airflow's constraints for it pin",
         "(`scripts/lock.sh`), except for packages this one needs newer.",
+        "",
+        "Every range the core declares is tested at both ends: `kfp` and `core-floor` hold the",
+        f"lower bound of each ({floors}), `core-ceiling` the newest each range admits, and",
+        "`airflow` the newest `kubernetes_asyncio`, `pydantic` and `PyYAML` on the cluster (the",
+        "cncf provider caps `kubernetes` there; the core uses that client only for its offline",
+        "schema check). The",
+        "`core-*` rows install the built wheel, not the work tree.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
     for lock in matrix_locks(root):
         pins = locked_versions(lock.read_text())
-        cells = [f"`{lock.stem}`"]
+        cells = [f"`{lock.stem}`", LOCK_PYTHONS.get(lock.stem, "3.11")]
         cells += [pins.get(pkg, "-") for pkg, _ in MATRIX_PACKAGES]
         cells.append(_what_runs(lock.stem))
         lines.append("| " + " | ".join(cells) + " |")

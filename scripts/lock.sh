@@ -9,12 +9,16 @@
 #   scripts/lock.sh docs           the docs site, the benchmarks' charts and the release build
 #   scripts/lock.sh airflow-3.N    the matrix side of one older Airflow 3 minor: its newest
 #                                  patch, with PyPI as it was on that patch's release day
+#   scripts/lock.sh core-floor     the core alone at the LOWEST version of each of its runtime
+#                                  dependencies (and of the test tools), on the lowest Python
+#   scripts/lock.sh core-ceiling   the core alone at the HIGHEST versions its ranges admit (always
+#                                  re-resolved to the newest), on the newest Pythons
 #   scripts/lock.sh constraints    requirements/constraints/airflow-<v>-py<py>.txt (see below)
 #
 # uv keeps the versions already in the output file where they still satisfy the inputs, so a
 # re-lock moves only what must move. Delete the file first to take the newest of everything.
 set -euo pipefail
-side=${1:?usage: scripts/lock.sh airflow|kfp|docs|airflow-3.N|constraints}
+side=${1:?usage: scripts/lock.sh airflow|kfp|docs|core-floor|core-ceiling|airflow-3.N|constraints}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 uv=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset/uv-0.13.8/bin/uv
@@ -52,6 +56,12 @@ case $side in
   airflow) compile pyproject.toml --extra airflow --extra test --extra lint -o requirements/airflow.txt ;;
   kfp) compile pyproject.toml --extra kfp --extra test --extra lint \
          -c requirements/kfp-floor.in -o requirements/kfp.txt ;;
+  # The two ends of every range pyproject.toml declares, for tests/release/test_ranges.py (it
+  # installs the built wheel with one of these into a bare environment of that Python).
+  core-floor) py=3.10
+    compile pyproject.toml --extra test --resolution lowest-direct -o requirements/core-floor.txt ;;
+  core-ceiling) py=3.12  # also installed on 3.13: nothing here differs between the two
+    compile pyproject.toml --extra test --upgrade -o requirements/core-ceiling.txt ;;
   docs) compile pyproject.toml --extra docs --extra bench --extra release --extra test -o requirements/docs.txt ;;
   airflow-3.*)
     # The newest patch of the minor, with everything else as Airflow's constraints for that

@@ -89,19 +89,11 @@ esac
 # tests/bench first: its smoke profile (~200 s in one file) was collected last, and a cold run's
 # pass ended with ~2.5 min of one or two busy workers (workers take files in collection order).
 airflow_tests=(tests/bench tests/core tests/cluster tests/airflow tests/docs)
-run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
-run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
-
-# The Airflow matrix (every older Airflow 3 minor's unit tests, and on the lowest minor a cluster
-# subset that waits more than it computes) runs beside the rest; its output is shown once it
-# is done.
-step "Airflow matrix (older minors): started, beside the steps below"
-MATRIX_CLUSTER=lowest scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
-matrix_pid=$!
-
 # The release (a wheel and an sdist built, installed from PyPI into fresh environments: mostly
-# downloads and unpacking) and the benchmarks' charts run beside the KFP side and the docs site
-# too, in the docs environment; their output is shown once they are done.
+# downloads and unpacking; and the core's tests at both ends of every dependency range, on
+# Pythons 3.10, 3.12 and 3.13) and the benchmarks' charts run in the docs environment beside
+# the Airflow side's parallel pass, whose workers leave about a third of the CPU idle (they wait
+# on the cluster); their output is shown once they are done, before the alone pass.
 step "release and the benchmarks' charts (docs environment): started, beside the steps below"
 scripts/venv.sh docs || status=1  # here, before the docs site needs it too
 (
@@ -114,6 +106,20 @@ scripts/venv.sh docs || status=1  # here, before the docs site needs it too
   exit $rc
 ) > "$logs/pytest-docs.log" 2>&1 &
 docs_side_pid=$!
+run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
+# Done before the tests that need the cluster (and the machine) to themselves.
+step "release: build, the wheel at both ends of every range and from Airflow's constraints, the launcher's contents; charts"
+wait "$docs_side_pid" || status=1
+cat "$logs/pytest-docs.log"
+run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
+
+# The Airflow matrix (every older Airflow 3 minor's unit tests, and on the lowest minor a cluster
+# subset that waits more than it computes) runs beside the rest; its output is shown once it
+# is done.
+step "Airflow matrix (older minors): started, beside the steps below"
+MATRIX_CLUSTER=lowest scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
+matrix_pid=$!
+
 
 # The KFP side waits on the cluster as much as the Airflow side's first pass: TEST_WORKERS
 # processes too (a file's tests stay on one worker).
@@ -121,10 +127,6 @@ run_pytest kfp -n "${TEST_WORKERS:-3}" --dist loadfile "${kfp_select[@]}" tests/
 
 step "docs site (mkdocs build --strict)"
 make --no-print-directory docs || status=1
-
-step "release: build, install the wheel from Airflow's constraints, the launcher's contents; charts"
-wait "$docs_side_pid" || status=1
-cat "$logs/pytest-docs.log"
 
 step "Airflow matrix (older minors)"
 wait "$matrix_pid" || status=1

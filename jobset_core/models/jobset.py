@@ -249,8 +249,11 @@ class JobSet(K8sModel):
         # ``metadata`` and ``spec`` default to empty objects for convenience; a dump shows them
         # only when written (or filled in since), so a document without them round-trips.
         data: dict[str, Any] = handler(self)
+        # The attribute behind ``model_fields_set``, which pydantic 2.6 (our floor) types as
+        # a method.
+        written = self.__pydantic_fields_set__
         for key in ("metadata", "spec"):
-            if key not in self.model_fields_set and data.get(key) == {}:
+            if key not in written and data.get(key) == {}:
                 del data[key]
         return data
 

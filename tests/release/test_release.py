@@ -16,14 +16,10 @@ Airflow's own file instead.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
 import shlex
-import shutil
-import subprocess
-import sys
 import tarfile
 import zipfile
 from email.parser import HeaderParser
@@ -32,71 +28,15 @@ from typing import Any
 
 import pytest
 
+from tests.release._build import ROOT, TESTED_PYTHONS, VERSION, _locked, _run, _sdist, _wheel
+
 pytestmark = [pytest.mark.release]
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PYTHON = os.environ.get("PYTHON", "python3")
 #: What installing the package must never move away from Airflow's constraints. (Others may:
 #: the package needs common-compat >= 1.21, newer than 3.3.2's constraints pin.)
 NEVER_MOVES = ("apache-airflow", "apache-airflow-core", "apache-airflow-task-sdk")
-
-
-def _version() -> str:
-    tree = ast.parse((ROOT / "jobset_core/_version.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__version__":
-            return str(ast.literal_eval(node.value))
-    raise AssertionError("jobset_core/_version.py has no __version__")
-
-
-VERSION = _version()
-
-
-def _locked(package: str, lock: str = "airflow") -> str:
-    text = (ROOT / "requirements" / f"{lock}.txt").read_text()
-    match = re.search(rf"^{re.escape(package)}==(\S+)$", text, re.M)
-    assert match, f"{package} is not in requirements/{lock}.txt"
-    return match[1]
-
-
-def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)
-    assert proc.returncode == 0, (
-        f"{shlex.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    )
-    return proc
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``python -m build``: the sdist, then the wheel built from the sdist.
-
-    Built from a copy of the files git knows (tracked, or new and not ignored), as a fresh
-    clone with this work tree's changes has them: setuptools adds every file its last file
-    list named (the work tree's ``*.egg-info/SOURCES.txt``) to the next sdist, so a build in
-    the work tree could pass with a file the project no longer ships.
-    """
-    tree = tmp_path_factory.mktemp("tree")
-    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
-    for name in filter(None, listed.stdout.split("\0")):
-        source = ROOT / name
-        if source.is_file():  # a tracked file deleted in the work tree is listed too
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, tree / name)
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(tree)])
-    return out
-
-
-def _wheel(dist: Path) -> Path:
-    (wheel,) = dist.glob("*.whl")
-    return wheel
-
-
-def _sdist(dist: Path) -> Path:
-    (sdist,) = dist.glob("*.tar.gz")
-    return sdist
 
 
 def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None:
@@ -148,9 +88,6 @@ CLASSIFIERS = {
     "Topic :: System :: Distributed Computing",
     "Typing :: Typed",
 }
-#: The Python versions claimed: only those the suite runs on (its locks are resolved for 3.11,
-#: scripts/lock.sh). Another one joins when the tests run on it.
-TESTED_PYTHONS = {"3.11"}
 
 
 def _dockerfile_sources() -> list[str]:
