@@ -356,7 +356,7 @@ def matrix_page(root: Path = ROOT) -> str:
         "Generated from the lock files in `requirements/`: each row is one Python environment",
         "that `make test` builds and runs, against the devcluster (Kubernetes v1.36, JobSet",
         "v0.12.0) where it needs a cluster. Every Airflow 3 minor the package accepts",
-        "(`apache-airflow>=3.0,<4`) has a row. An older minor's row is its newest patch with",
+        "(`apache-airflow>=3.0.6,<4`) has a row. An older minor's row is its newest patch with",
         "PyPI as it was on that patch's release day, as Airflow's constraints for it pin",
         "(`scripts/lock.sh`), except for packages this one needs newer.",
         "",

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_claimed_airflow_minor_has_a_locked_environment() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
-    low, high = re.search(r'"apache-airflow>=(\d+\.\d+),<(\d+)"', pyproject).groups()  # type: ignore[union-attr]
+    low, high = re.search(r'"apache-airflow>=(\d+\.\d+)(?:\.\d+)?,<(\d+)"', pyproject).groups()  # type: ignore[union-attr]
     gen = docs_gen()
     locked = {}
     for lock in gen.matrix_locks(ROOT):

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from tests.release._build import ENDS, ROOT, TESTED_PYTHONS, End, _run, _wheel
+from tests.release._build import ENDS, ROOT, TESTED_PYTHONS, VERSION, End, _run, _wheel
 
 pytestmark = [pytest.mark.release]
 
@@ -67,6 +68,77 @@ def test_the_floors_are_the_lower_bounds(lock: str) -> None:
     assert {name: pins[name] for name in RUNTIME} == {
         name: _lower_bound(requirement) for name, requirement in _declared().items()
     }
+
+
+def _direct_pins(lock: Path) -> dict[str, Version]:
+    """What a lock installs because pyproject.toml asks for it (uv's ``# via`` note)."""
+    found = re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)\n((?:    #.*\n)*)", lock.read_text(), re.M)
+    return {
+        _name(m[1]): Version(m[2])
+        for m in found
+        if "airflow-provider-jobset (pyproject.toml)" in m[3]
+    }
+
+
+def _every_declared_range() -> list[tuple[str, Requirement]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    groups = {"dependencies": project["dependencies"], **project["optional-dependencies"]}
+    return [(group, Requirement(r)) for group, reqs in groups.items() for r in reqs]
+
+
+def test_every_declared_range_is_locked_at_its_ends() -> None:
+    """Every lower bound of pyproject.toml, extras included, is a version some environment of
+    the suite installs (or the build tools' floor, which builds the release below), and every
+    cap's last series is installed: a bound nothing runs is narrowed to what runs."""
+    locks = [_direct_pins(p) for p in sorted((ROOT / "requirements").glob("*.txt"))]
+    built_with = set(_build_floors())  # test_the_oldest_build_tools_make_the_same_release
+    wrong = []
+    for group, requirement in _every_declared_range():
+        name = _name(requirement.name)
+        locked = sorted(pins[name] for pins in locks if name in pins)
+        assert locked, f"{group}: {requirement} is in no lock"
+        for spec in requirement.specifier:
+            bound = Version(spec.version)
+            floor_tested = locked[0] == bound or f"{name}=={spec.version}" in built_with
+            if spec.operator == ">=" and not floor_tested:
+                wrong.append(f"{group}: {requirement}: the oldest locked is {locked[0]}")
+            if spec.operator == "<" and locked[-1].major != bound.major - 1:
+                wrong.append(f"{group}: {requirement}: the newest locked is {locked[-1]}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _build_floors() -> list[str]:
+    """The oldest build tools pyproject.toml admits: the build backend's and the release's."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    declared = [
+        *config["build-system"]["requires"],
+        *config["project"]["optional-dependencies"]["release"],
+    ]
+    floors = {}
+    for requirement in map(Requirement, declared):
+        (floor,) = [s.version for s in requirement.specifier if s.operator == ">="]
+        assert floors.setdefault(_name(requirement.name), floor) == floor, requirement
+    return sorted(f"{name}=={floor}" for name, floor in floors.items())
+
+
+@pytest.mark.timeout(300)
+def test_the_oldest_build_tools_make_the_same_release(dist: Path, tmp_path: Path) -> None:
+    uv, uv_env = _uv()
+    env = {**_clean_environ(), **uv_env}
+    venv = tmp_path / "venv"
+    py = str(venv / "bin" / "python")
+    _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], env=env)
+    _run([uv, "pip", "install", "-q", "--python", py, *_build_floors()], env=env)
+    tree = tmp_path / "tree"
+    _copy_tree(tree, keep_packages=True)
+    out = tmp_path / "dist"
+    _run([py, "-m", "build", "--no-isolation", "--outdir", str(out), str(tree)], env=env)
+    ours, theirs = _wheel(dist), _wheel(out)
+    assert theirs.name == ours.name
+    with zipfile.ZipFile(ours) as a, zipfile.ZipFile(theirs) as b:
+        assert sorted(b.namelist()) == sorted(a.namelist())
+        metadata = f"airflow_provider_jobset-{VERSION}.dist-info/METADATA"
+        assert b.read(metadata) == a.read(metadata)
 
 
 def test_the_ceiling_reaches_every_upper_bound() -> None:
@@ -131,10 +203,13 @@ def _uv() -> tuple[str, dict[str, str]]:
     return uv, {"UV_CACHE_DIR": str(Path(uv).parents[2] / "uv-cache")}
 
 
-def _tree_without_the_packages(into: Path) -> Path:
-    """The tests and what they read, without the packages: these import from the wheel."""
+def _copy_tree(into: Path, *, keep_packages: bool) -> Path:
+    """The files git knows, as a fresh clone has them; without the packages, tests import
+    them from the installed wheel."""
     listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
-    packages = ("jobset_core/", "airflow_provider_jobset/", "kfp_components/")
+    packages = (
+        () if keep_packages else ("jobset_core/", "airflow_provider_jobset/", "kfp_components/")
+    )
     for name in filter(None, listed.stdout.split("\0")):
         source = ROOT / name
         if source.is_file() and not name.startswith(packages):
@@ -156,7 +231,7 @@ def test_the_wheel_works_at_this_end_of_every_range(end: End, dist: Path, tmp_pa
     _run([uv, "pip", "install", "-q", "--python", py, "--no-deps", str(_wheel(dist))], env=env)
     _run([uv, "pip", "check", "--python", py], env=env)
 
-    tree = _tree_without_the_packages(tmp_path / "tree")
+    tree = _copy_tree(tmp_path / "tree", keep_packages=False)
     report = (
         "import importlib.metadata as m, json, sys, jobset_core; print(json.dumps({"
         "'python': '%d.%d' % sys.version_info[:2], 'core': jobset_core.__file__, "
