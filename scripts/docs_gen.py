@@ -49,9 +49,6 @@ MATRIX_PACKAGES = (
     ("pydantic", "pydantic"),
     ("pyyaml", "PyYAML"),
 )
-#: The Python of each environment that is not the machine's 3.11 (tests/release/_build.py's
-#: ENDS, which a test compares with this).
-LOCK_PYTHONS = {"core-floor": "3.10", "core-ceiling": "3.12, 3.13"}
 MATRIX_MARKER = "airflow_matrix"
 
 
@@ -345,9 +342,20 @@ def _what_runs(name: str) -> str:
     return "the Airflow adapter's unit tests and the `airflow_matrix` cluster subset"
 
 
+def lock_pythons(root: Path = ROOT) -> dict[str, str]:
+    """``requirements/pythons.txt``: the environments not on the machine's Python 3.11."""
+    listed = {}
+    for line in (root / "requirements/pythons.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            environment, *pythons = line.split()
+            listed[environment] = ", ".join(pythons)
+    return listed
+
+
 def matrix_page(root: Path = ROOT) -> str:
     """The tested versions, one row per lock file."""
     floor = locked_versions((root / "requirements/core-floor.txt").read_text())
+    pythons = lock_pythons(root)
     floors = ", ".join(f"`{label}` {floor[pkg]}" for pkg, label in MATRIX_PACKAGES if pkg in floor)
     header = ["environment", "Python", *(label for _, label in MATRIX_PACKAGES), "what runs"]
     lines = [
@@ -372,7 +380,7 @@ def matrix_page(root: Path = ROOT) -> str:
     ]
     for lock in matrix_locks(root):
         pins = locked_versions(lock.read_text())
-        cells = [f"`{lock.stem}`", LOCK_PYTHONS.get(lock.stem, "3.11")]
+        cells = [f"`{lock.stem}`", pythons.get(lock.stem, "3.11")]
         cells += [pins.get(pkg, "-") for pkg, _ in MATRIX_PACKAGES]
         cells.append(_what_runs(lock.stem))
         lines.append("| " + " | ".join(cells) + " |")

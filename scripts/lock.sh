@@ -10,7 +10,7 @@
 #   scripts/lock.sh airflow-3.N    the matrix side of one older Airflow 3 minor: its newest
 #                                  patch, with PyPI as it was on that patch's release day
 #   scripts/lock.sh core-floor     the core alone at the LOWEST version of each of its runtime
-#                                  dependencies (and of the test tools), on the lowest Python
+#                                  dependencies (and of the test tools), on the lowest Python (3.11)
 #   scripts/lock.sh core-ceiling   the core alone at the HIGHEST versions its ranges admit (always
 #                                  re-resolved to the newest), on the newest Pythons
 #   scripts/lock.sh constraints    requirements/constraints/airflow-<v>-py<py>.txt (see below)
@@ -24,7 +24,10 @@ cd "$root"
 uv=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset/uv-0.13.8/bin/uv
 [ -x "$uv" ] || { scripts/venv.sh docs >/dev/null; }
 export UV_CACHE_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset/uv-cache
-py=3.11
+# The Python a lock is resolved for: the first one requirements/pythons.txt lists for the side
+# (scripts/venv.sh builds it with that one), else the machine's 3.11.
+py=$(awk -v side="$side" '$1 == side { print $2 }' requirements/pythons.txt)
+py=${py:-3.11}
 compile() { "$uv" pip compile -q --no-header --python-version "$py" "$@"; }
 # Packages our ranges need newer than an older Airflow's release day (see airflow-3.N).
 NEWER_THAN_RELEASE="apache-airflow-providers-common-compat"
@@ -58,9 +61,9 @@ case $side in
          -c requirements/kfp-floor.in -o requirements/kfp.txt ;;
   # The two ends of every range pyproject.toml declares, for tests/release/test_ranges.py (it
   # installs the built wheel with one of these into a bare environment of that Python).
-  core-floor) py=3.10
+  core-floor)
     compile pyproject.toml --extra test --resolution lowest-direct -o requirements/core-floor.txt ;;
-  core-ceiling) py=3.12  # also installed on 3.13: nothing here differs between the two
+  core-ceiling)  # also installed on the other Pythons listed: nothing here differs on them
     compile pyproject.toml --extra test --upgrade -o requirements/core-ceiling.txt ;;
   docs) compile pyproject.toml --extra docs --extra bench --extra release --extra test -o requirements/docs.txt ;;
   airflow-3.*)

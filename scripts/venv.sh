@@ -13,19 +13,47 @@
 #
 # `scripts/venv.sh uv` only bootstraps uv and prints its path (the devcluster's image build
 # installs the Python image's packages with it).
+#
+# `scripts/venv.sh python X.Y` prints the path of the machine's Python X.Y. A side listed in
+# requirements/pythons.txt is built with the first Python listed there.
 set -euo pipefail
-side=${1:?usage: scripts/venv.sh airflow|kfp|docs|airflow-3.N|uv}
+side=${1:?usage: scripts/venv.sh airflow|kfp|docs|airflow-3.N|uv|python X.Y}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jobset
 uv_version=0.13.8
-python=${PYTHON:-python3}
+
+# The interpreter of Python X.Y: `pythonX.Y` on PATH if it runs, else one beside python3's
+# installation (pyenv keeps its versions side by side, and its shims refuse a version that is
+# not selected).
+find_python() {
+  local want=$1 candidate base
+  base=$(python3 -c 'import sys; print(sys.base_prefix)')
+  for candidate in "python$want" "$(dirname "$base")"/"$want".*/bin/"python$want"; do
+    if [ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$want" ]; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  echo "[venv] no Python $want on this machine (on PATH or beside $base): the package claims it" >&2
+  return 1
+}
+if [ "$side" = python ]; then
+  find_python "${2:?usage: scripts/venv.sh python X.Y}"
+  exit
+fi
+listed=$(awk -v side="$side" '$1 == side { print $2 }' "$root/requirements/pythons.txt")
+if [ -n "$listed" ]; then
+  python=$(find_python "$listed")
+else
+  python=${PYTHON:-python3}
+fi
 uv_dir=$cache/uv-$uv_version
 uv=$uv_dir/bin/uv
 
 if [ ! -x "$uv" ]; then
   echo "[venv] bootstrapping uv $uv_version into $uv_dir" >&2
   rm -rf "$uv_dir"
-  "$python" -m venv "$uv_dir"
+  "${PYTHON:-python3}" -m venv "$uv_dir"
   "$uv_dir/bin/pip" install -q "uv==$uv_version" >&2
 fi
 if [ "$side" = uv ]; then

@@ -59,8 +59,24 @@ class End:
         return f"{self.lock.removeprefix('core-')}-py{self.python}"
 
 
-#: The Pythons the package claims (its classifiers) are exactly these, at one end or the other.
-ENDS = (End("core-floor", "3.10"), End("core-ceiling", "3.12"), End("core-ceiling", "3.13"))
-#: The Pythons the package claims: the ends', and 3.11, which both sides of the suite run on
-#: (scripts/venv.sh builds them with the machine's python3).
-TESTED_PYTHONS = {end.python for end in ENDS} | {"3.11"}
+#: The machine's Python: every environment not listed in requirements/pythons.txt.
+MACHINE_PYTHON = "3.11"
+
+
+def pythons_of_environments() -> dict[str, list[str]]:
+    """requirements/pythons.txt: environment -> the Pythons (X.Y) it is built or installed on."""
+    listed = {}
+    for line in (ROOT / "requirements/pythons.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            environment, *pythons = line.split()
+            listed[environment] = pythons
+    return listed
+
+
+#: The two ends of every range: the floor on the machine's Python, the ceiling on each listed.
+ENDS = (
+    End("core-floor", MACHINE_PYTHON),
+    *(End("core-ceiling", python) for python in pythons_of_environments()["core-ceiling"]),
+)
+#: The Pythons the package claims (its classifiers): every one some environment runs on.
+TESTED_PYTHONS = {MACHINE_PYTHON} | {p for ps in pythons_of_environments().values() for p in ps}
