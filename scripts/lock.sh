@@ -56,7 +56,8 @@ PY
 }
 
 case $side in
-  airflow) compile pyproject.toml --extra airflow --extra test --extra lint -o requirements/airflow.txt ;;
+  airflow) compile pyproject.toml --extra airflow --extra openlineage --extra test --extra lint \
+             -o requirements/airflow.txt ;;
   kfp) compile pyproject.toml --extra kfp --extra test --extra lint \
          -c requirements/kfp-floor.in -o requirements/kfp.txt ;;
   # The two ends of every range pyproject.toml declares, for tests/release/test_ranges.py (it
@@ -79,8 +80,8 @@ case $side in
     now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
     newer=()
     for pkg in $NEWER_THAN_RELEASE; do newer+=(--exclude-newer-package "$pkg=$now"); done
-    compile pyproject.toml "$pin" --extra airflow --extra test --exclude-newer "$released" \
-      "${newer[@]}" -o "requirements/$side.txt"
+    compile pyproject.toml "$pin" --extra airflow --extra openlineage --extra test \
+      --exclude-newer "$released" "${newer[@]}" -o "requirements/$side.txt"
     # The pin's temporary file name is not an input anyone can see: name it for what it is.
     sed -i "s|-r $pin|the matrix pin apache-airflow==$version (PyPI as of $released)|" \
       "requirements/$side.txt"
