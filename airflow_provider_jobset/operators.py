@@ -66,6 +66,8 @@ from jobset_core.lifecycle import (
 from jobset_core.models import JobSet, dump_yaml, load_jobset, source_label
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
     from jobset_core.lifecycle import Lifecycle
 
 __all__ = ["JobSetOperator", "JobSetRetriesWarning", "default_retry_policy"]
@@ -220,6 +222,8 @@ class JobSetOperator(BaseOperator):
         self.link_template = link_template
         self.delete_on_kill = delete_on_kill
         self._handle: Handle | None = None
+        #: How the try's run ended, kept for the OpenLineage facets.
+        self._verdict: Verdict | None = None
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         """Render the templated fields, then check what they became: a wrong value fails the
@@ -508,6 +512,7 @@ class JobSetOperator(BaseOperator):
 
     def _conclude(self, context: Any, finished: Finished) -> Any:
         verdict = finished.verdict
+        self._verdict = verdict
         if verdict.kind in FINAL:  # this try ends with it
             store = task_state_store(context)
             self._store(store, run_handle(verdict), finished=True, concluded=True)
@@ -561,6 +566,33 @@ class JobSetOperator(BaseOperator):
             self.log.warning(
                 "could not delete JobSet %s/%s: %s", handle.namespace, handle.name, err
             )
+
+    # ------------------------------------------------------------------ OpenLineage
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage[Any, Any]:
+        """The run as asked, for the ``openlineage`` provider's START event: the replicated
+        jobs and their images are known before anything is created."""
+        return self._lineage(run=None, verdict=None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage[Any, Any]:
+        """The run as it ended, for the COMPLETE event: its namespace, name, UID, backend,
+        replicated jobs and verdict, from what the try holds (no call to the cluster)."""
+        return self._lineage(run=self._handle, verdict=self._verdict)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage[Any, Any]:
+        """The same for the FAIL event: the outcome says how the run ended (failed, restarting
+        into a retry, timed out...), and is absent when the try failed before its verdict."""
+        return self._lineage(run=self._handle, verdict=self._verdict)
+
+    def _lineage(self, *, run: Handle | None, verdict: Verdict | None) -> OperatorLineage[Any, Any]:
+        from airflow_provider_jobset.openlineage import lineage
+
+        try:
+            jobset: JobSet | None = load_jobset(self.jobset)
+        except (SpecError, OSError, TypeError, ValueError):  # the try failed on it, and says so
+            jobset = None
+        asked = self.namespace or (jobset.metadata.namespace if jobset is not None else None)
+        return lineage(jobset, run=run, verdict=verdict, backend=self.backend, namespace=asked)
 
 
 def run_handle(verdict: Verdict) -> Handle:
