@@ -196,9 +196,11 @@ class Client:
         field_selector: Selector | None = None,
         limit: int | None = None,
         continue_: str | None = None,
+        optional: bool = False,
     ) -> ObjectList[Obj]:
         """List objects (``namespace=None``: across all namespaces); with ``limit``, one page
-        (its ``continue_`` asks for the next)."""
+        (its ``continue_`` asks for the next). ``optional``: a 403 is expected and raised at
+        once (see :attr:`Request.optional`)."""
         request = _core.list_(
             resource,
             namespace,
@@ -206,6 +208,7 @@ class Client:
             field_selector=field_selector,
             limit=limit,
             continue_=continue_,
+            optional=optional,
         )
         return _core.decode_list(await self._send(request), _core.as_object)
 
@@ -385,13 +388,13 @@ class Client:
                 delay = self._delay(request, number, answer)
                 if delay is None:
                     raise
-                _said_refused(answer, number)
+                _said_refused(request, answer, number)
             except ApiException as exc:
                 error = _api_error(request, exc)
                 delay = self._delay(request, number, error)
                 if delay is None:
                     raise error from exc
-                _said_refused(error, number)
+                _said_refused(request, error, number)
             except _TRANSPORT_ERRORS as exc:
                 self._unreachable_at = time.monotonic()
                 error = _core.unreachable(request, exc)
@@ -408,6 +411,7 @@ class Client:
         return self._credentials
 
     def _delay(self, request: Request, attempt: int, error: JobSetError) -> float | None:
+        once = request.dry_run or request.optional
         return _core.retry_delay(
             self._retry,
             attempt,
@@ -415,7 +419,7 @@ class Client:
             idempotent=request.idempotent,
             rand=self._rand(),
             forbidden_may_pass=request.permission in self._allowed or self._restarted_lately(),
-            forbidden_attempts=1 if request.dry_run else _core.FORBIDDEN_ATTEMPTS,
+            forbidden_attempts=1 if once else _core.FORBIDDEN_ATTEMPTS,
         )
 
     async def _chunks(self, request: Request, response: Any) -> AsyncIterator[bytes]:
@@ -530,8 +534,9 @@ def _api_error(request: Request, exc: Any) -> JobSetError:
     return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
 
 
-def _said_refused(error: JobSetError, attempt: int) -> None:
+def _said_refused(request: Request, error: JobSetError, attempt: int) -> None:
     """Say a 403 the first time it is retried: a missing permission shows at once, not only
-    once the retries meant for a restarting API server are over."""
-    if isinstance(error, Forbidden) and attempt == 1:
+    once the retries meant for a restarting API server are over. (An optional request's
+    caller says it, once.)"""
+    if isinstance(error, Forbidden) and attempt == 1 and not request.optional:
         log.warning("403 Forbidden, trying again in case the API server just restarted: %s", error)

@@ -98,6 +98,9 @@ class Request:
         verb: The Kubernetes verb (``create``, ``get``, ``list``, ``watch``, ``patch``,
             ``delete``), for messages and the retry decision.
         resource: ``plural.group`` of the target, for messages.
+        optional: Whether a 403 is an answer the caller expects and does without (Kueue's
+            Workloads, for an identity without the optional Role): asked once, not retried
+            unless likely transient, and not warned about here (the caller says it once).
     """
 
     method: Literal["GET", "POST", "PATCH", "DELETE"]
@@ -107,6 +110,7 @@ class Request:
     content_type: str = "application/json"
     verb: str = "get"
     resource: str = ""
+    optional: bool = False
 
     @property
     def idempotent(self) -> bool:
@@ -204,6 +208,7 @@ def list_(
     field_selector: Selector | None = None,
     limit: int | None = None,
     continue_: str | None = None,
+    optional: bool = False,
 ) -> Request:
     """``GET`` a collection (``namespace=None``: across all namespaces).
 
@@ -216,7 +221,14 @@ def list_(
         limit=None if limit is None else str(int(limit)),
         **{"continue": continue_ or None},
     )
-    return Request("GET", _path(resource, namespace), query, verb="list", resource=_label(resource))
+    return Request(
+        "GET",
+        _path(resource, namespace),
+        query,
+        verb="list",
+        resource=_label(resource),
+        optional=optional,
+    )
 
 
 def watch(

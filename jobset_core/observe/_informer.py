@@ -202,11 +202,16 @@ class Informer:
         for this kind and namespace (a 403 or 404 a moment ago): as if the list had failed."""
         self._fail(error)
 
+    @property
+    def _refusal_expected(self) -> bool:
+        """A cluster without Kueue serves no Workloads (404), and an identity may not read
+        them (403, without the optional Role; said once by the waiter): expected, neither
+        retried nor worth a warning."""
+        return self.source.kind is Kind.WORKLOAD
+
     def _fail(self, error: JobSetError) -> None:
         self.problem = error
-        # A cluster without Kueue serves no Workloads (404), and an identity may not read
-        # them (403, said once by the waiter): expected, not worth a warning.
-        expected = self.source.kind is Kind.WORKLOAD and isinstance(error, (NotFound, Forbidden))
+        expected = self._refusal_expected and isinstance(error, (NotFound, Forbidden))
         (log.debug if expected else log.warning)("cannot watch %s: %s", self.source.label, error)
         self.synced.set()
         covers = self.covers()
@@ -239,6 +244,7 @@ class Informer:
                 field_selector=source.field_selector,
                 limit=self.page_size,
                 continue_=token,
+                optional=self._refusal_expected,
             )
             self.stats.pages += 1
             version = version or page.resource_version
@@ -290,6 +296,7 @@ class Informer:
             namespace=key[0],
             label_selector=label_selector,
             field_selector=field_selector,
+            optional=self._refusal_expected,
         )
         self.stats.pages += 1
         self._changed(
