@@ -1,5 +1,5 @@
 """The failure policy on the devcluster, on both backends: what the pure tables of
-``test_policy_failure.py`` decide, held to real child Jobs.
+``test_policy_failure.py`` and ``test_policy_startup.py`` decide, held to real child Jobs.
 
 ``onJobFailureMessagePatterns``: upstream (``pkg/controllers/failure_policy.go``,
 ``findFirstFailedPolicyRuleAndJob``/``ruleIsApplicable``/``anyMatchFound``) matches each
@@ -12,6 +12,14 @@ index 0``, reason ``PodFailurePolicy``), without one it is ``Job has reached the
 backoff limit`` (``BackoffLimitExceeded``). The tests below run a JobSet whose failed Job's
 message matches the rule and one whose message does not, both failing with reason
 ``PodFailurePolicy``, side by side.
+
+``BlockingRecreate``: no pod of the new attempt may exist while a pod of the old one does
+(upstream creates no Job while a Job of a previous attempt exists, and a Job deleted in the
+foreground goes only after its pods). It is read from a watch of the pods
+(``tests/core/_pod_timeline.py``), with the old attempt's pods slow to go: on the kwok nodes a
+finalizer holds them. Beside each
+``BlockingRecreate`` JobSet runs the same JobSet with ``Recreate``, which must overlap: without
+that the scenario could not tell the two apart.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import pytest
 from jobset_core.models import JobSet, load_jobset
 from jobset_core.outcome import Outcome
 from tests.cluster.bodies import jobset, replicated_job
+from tests.core._pod_timeline import HOLD, PodEvent, PodTimeline, overlaps, release_due
 from tests.core._runs import RunFace, open_face
 
 WAIT = 90.0
@@ -128,3 +137,117 @@ async def test_a_rule_matches_the_failed_jobs_message(
 ) -> None:
     outcomes = await run_side_by_side(face, cluster_namespace, *pattern_cases())
     check_pattern_cases(devcluster, cluster_namespace, *outcomes)
+
+
+# ------------------------------------------------------------------ BlockingRecreate
+
+#: The margin a held pod of the BlockingRecreate JobSet stays beyond the Recreate twin's delay.
+HOLD_SECONDS = 1.5
+
+
+def restart_case(name: str, strategy: str) -> JobSet:
+    """Two replicated jobs of one pod: ``fail`` fails on attempt 0 and succeeds after; ``slow``
+    is still running then, and its pods are held by a finalizer
+    (``tests/core/_pod_timeline.py``). One restart, then the JobSet completes."""
+    fail = replicated_job(
+        "fail", annotations={"devcluster/fail-until-attempt": "1", "devcluster/run-seconds": "0.5"}
+    )
+    slow = replicated_job("slow", annotations={"devcluster/run-seconds": "1", HOLD: "true"})
+    slow["template"]["spec"]["template"]["metadata"]["finalizers"] = [HOLD]
+    policy = {"maxRestarts": 1, "restartStrategy": strategy}
+    return load_jobset(jobset(name, fail, slow, failurePolicy=policy))
+
+
+def restart_cases() -> list[JobSet]:
+    return [restart_case("blocking", "BlockingRecreate"), restart_case("plain", "Recreate")]
+
+
+def check_restart_cases(timeline: PodTimeline, blocking: Outcome, plain: Outcome) -> None:
+    for outcome in (blocking, plain):
+        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1), outcome.message
+    story = {name: timeline.story(name) for name in ("blocking", "plain")}
+    assert not timeline.overlaps("blocking"), story["blocking"]
+    # The control: the same scenario under Recreate does start a new pod beside an old one.
+    assert timeline.overlaps("plain"), story["plain"]
+    added = {e.attempt for e in timeline.events("blocking") if e.type == "ADDED"}
+    assert added == {0, 1}, story["blocking"]
+
+
+@pytest.mark.cluster
+@pytest.mark.nojobset(backend="native")
+async def test_blocking_recreate_starts_no_pod_while_an_old_one_exists(
+    face: RunFace, cluster_namespace: str, devcluster: Any
+) -> None:
+    timeline = PodTimeline(devcluster, cluster_namespace, hold=HOLD_SECONDS, control="plain")
+    with timeline:
+        outcomes = await run_side_by_side(face, cluster_namespace, *restart_cases())
+        timeline.check()
+    check_restart_cases(timeline, *outcomes)
+
+
+# ------------------------------------------------------------------ the timeline's rules
+
+
+def ev(seq: int, kind: str, name: str, attempt: int, js: str = "js", **more: Any) -> PodEvent:
+    return PodEvent(seq, float(seq), kind, name, js, attempt, **more)
+
+
+@pytest.mark.parametrize(
+    ("events", "found"),
+    [
+        ([ev(0, "ADDED", "a", 0), ev(1, "DELETED", "a", 0), ev(2, "ADDED", "b", 1)], 0),
+        ([ev(0, "ADDED", "a", 0), ev(1, "ADDED", "b", 1), ev(2, "DELETED", "a", 0)], 1),
+        # a deleting pod still exists
+        (
+            [
+                ev(0, "ADDED", "a", 0),
+                ev(1, "MODIFIED", "a", 0, deleting=True),
+                ev(2, "ADDED", "b", 1),
+            ],
+            1,
+        ),
+        # two pods of one attempt may coexist, and so may pods of two JobSets
+        ([ev(0, "ADDED", "a", 0), ev(1, "ADDED", "b", 0)], 0),
+        ([ev(0, "ADDED", "a", 0), ev(1, "ADDED", "b", 1, js="other")], 0),
+    ],
+    ids=["after", "beside", "beside-a-deleting-one", "same-attempt", "other-jobset"],
+)
+def test_overlaps_are_pods_of_a_later_attempt_beside_an_earlier_one(
+    events: list[PodEvent], found: int
+) -> None:
+    assert len(overlaps(events)) == found
+
+
+def restart(js: str, t0: int) -> list[PodEvent]:
+    """``slow`` (held) and ``fail`` of attempt 0 deleted; ``fail`` gone at ``t0 + 3``."""
+    return [
+        ev(t0, "ADDED", f"{js}-slow", 0, js, held=True),
+        ev(t0 + 1, "ADDED", f"{js}-fail", 0, js),
+        ev(t0 + 2, "MODIFIED", f"{js}-slow", 0, js, held=True, deleting=True),
+        ev(t0 + 3, "DELETED", f"{js}-fail", 0, js),
+    ]
+
+
+def test_a_held_pod_goes_once_the_rest_of_its_attempt_is_gone_for_hold_seconds() -> None:
+    events = restart("js", 0)
+    assert not release_due(events[:3], "js-slow", 100.0, hold=3.0)  # fail still exists
+    assert not release_due(events, "js-slow", 5.9, hold=3.0)
+    assert release_due(events, "js-slow", 6.0, hold=3.0)
+    assert not release_due(events[:2], "js-slow", 100.0, hold=3.0)  # not deleting
+    assert release_due([*events, ev(4, "ADDED", "js-fail2", 1)], "js-slow", 4.0, hold=3.0)
+
+
+def test_a_held_pod_stays_as_long_as_the_recreate_control_needed_to_overlap() -> None:
+    blocking = restart("blocking", 0)
+    plain = restart("plain", 10)  # its fail pod gone at 13
+    due = lambda events, now: release_due(  # noqa: E731
+        events, "blocking-slow", now, hold=1.0, control="plain"
+    )
+    assert not due(blocking, 3.0 + 29.0)  # the control has not overlapped yet
+    assert due(blocking, 3.0 + 30.0)  # ... but not for ever
+    overlapped = [*blocking, *plain, ev(18, "ADDED", "plain-fail2", 1, "plain")]  # 5 s after
+    assert not due(overlapped, 3.0 + 5.9)
+    assert due(overlapped, 3.0 + 6.0)
+    # the control's own held pod goes at its overlap, not before
+    assert not release_due(plain, "plain-slow", 13.0 + 29.0, hold=1.0, control="plain")
+    assert release_due(overlapped, "plain-slow", 18.0, hold=1.0, control="plain")

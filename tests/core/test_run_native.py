@@ -245,19 +245,6 @@ class TestOnCluster:
         assert (outcome.restarts, outcome.restarts_count_towards_max) == (2, 0)
         assert attempts(devcluster, cluster_namespace, "ignore") == {"2"}
 
-    async def test_blocking_recreate(
-        self, native: RunFace, cluster_namespace: str, devcluster: Any
-    ) -> None:
-        js = manifest(
-            "blocking",
-            crjob("w", 3, fail_until_attempt=1),
-            failurePolicy={"maxRestarts": 1, "restartStrategy": "BlockingRecreate"},
-        )
-        sub = await native.submit(js, namespace=cluster_namespace)
-        outcome = await native.wait(sub.handle, timeout=90)
-        assert (outcome.terminal_state, outcome.restarts) == ("Completed", 1)
-        assert attempts(devcluster, cluster_namespace, "blocking") == {"1"}
-
     async def test_in_order_startup(self, native: RunFace, cluster_namespace: str) -> None:
         js = manifest(
             "ordered",
