@@ -17,7 +17,7 @@ message matches the rule and one whose message does not, both failing with reaso
 (upstream creates no Job while a Job of a previous attempt exists, and a Job deleted in the
 foreground goes only after its pods). It is read from a watch of the pods
 (``tests/core/_pod_timeline.py``), with the old attempt's pods slow to go: on the kwok nodes a
-finalizer holds them. Beside each
+finalizer holds them, on the real node they take seconds to stop after SIGTERM. Beside each
 ``BlockingRecreate`` JobSet runs the same JobSet with ``Recreate``, which must overlap: without
 that the scenario could not tell the two apart.
 """
@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jobset_core import labels
 from jobset_core.models import JobSet, load_jobset
 from jobset_core.outcome import Outcome
 from tests.cluster.bodies import jobset, replicated_job
+from tests.cluster.pytest_devcluster import SHELL_IMAGE, RealNode
 from tests.core._pod_timeline import HOLD, PodEvent, PodTimeline, overlaps, release_due
 from tests.core._runs import RunFace, open_face
 
@@ -63,6 +67,44 @@ async def face(backend: str, devcluster: Any) -> AsyncIterator[RunFace]:
         yield opened
 
 
+def pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = rjob["template"]["spec"]["template"]["spec"]
+    return spec
+
+
+def on_real_node(
+    rjob: dict[str, Any], script: str, *, grace: int = 1, shared: Path | None = None
+) -> dict[str, Any]:
+    """``rjob``'s pods run ``script`` in the shell image on the real node, with ``$ATTEMPT``
+    = their ``restart-attempt`` label, ``$JOBSET`` their JobSet and ``$POD`` their name;
+    ``shared`` (a folder of the real node's shared folder) is mounted at ``/shared``."""
+    spec = RealNode.place(pod_spec(rjob))
+    spec["terminationGracePeriodSeconds"] = grace
+    label = "metadata.labels['{}']".format
+    env = {
+        "ATTEMPT": label(labels.RESTART_ATTEMPT),
+        "JOBSET": label(labels.JOBSET_NAME),
+        "POD": "metadata.name",
+    }
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": SHELL_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", script],
+        "env": [
+            {"name": key, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+            for key, path in env.items()
+        ],
+    }
+    if shared is not None:
+        container["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
+        spec["volumes"] = [
+            {"name": "shared", "hostPath": {"path": str(shared), "type": "Directory"}}
+        ]
+    spec["containers"] = [container]
+    return rjob
+
+
 async def run_side_by_side(face: RunFace, namespace: str, *jobsets: JobSet) -> list[Outcome]:
     submissions = await asyncio.gather(*(face.submit(js, namespace=namespace) for js in jobsets))
     return list(await asyncio.gather(*(face.wait(s.handle, timeout=WAIT) for s in submissions)))
@@ -71,7 +113,7 @@ async def run_side_by_side(face: RunFace, namespace: str, *jobsets: JobSet) -> l
 # ------------------------------------------------------------------ onJobFailureMessagePatterns
 
 
-def pattern_case(name: str, exit_code: int) -> JobSet:
+def pattern_case(name: str, exit_code: int, *, real_node: bool) -> JobSet:
     """One replicated job of one pod that exits ``exit_code`` (each attempt); the Job fails by
     ``podFailurePolicy``; a rule fails the JobSet when the message matches :data:`FATAL`,
     anything else takes the default ``RestartJobSet`` (one restart, then
@@ -79,6 +121,8 @@ def pattern_case(name: str, exit_code: int) -> JobSet:
     notes = {"devcluster/exit-code": str(exit_code), "devcluster/run-seconds": "0.5"}
     rjob = replicated_job("w", annotations=notes)
     rjob["template"]["spec"]["podFailurePolicy"] = FAIL_JOB_ON
+    if real_node:
+        on_real_node(rjob, f"exit {exit_code}")
     rule = {
         "name": "fatal",
         "action": "FailJobSet",
@@ -95,12 +139,12 @@ def failure_of(devcluster: Any, namespace: str, job: str) -> tuple[str, str]:
     return failed.reason, failed.message
 
 
-def pattern_cases() -> list[JobSet]:
+def pattern_cases(*, real_node: bool) -> list[JobSet]:
     """The Job of ``fatal`` fails with exit code 42 (its message matches), that of ``other``
     with exit code 4 (it does not)."""
     return [
-        pattern_case("fatal", 42),
-        pattern_case("other", 4),
+        pattern_case("fatal", 42, real_node=real_node),
+        pattern_case("other", 4, real_node=real_node),
     ]
 
 
@@ -135,7 +179,7 @@ def check_pattern_cases(devcluster: Any, namespace: str, matched: Outcome, misse
 async def test_a_rule_matches_the_failed_jobs_message(
     face: RunFace, cluster_namespace: str, devcluster: Any
 ) -> None:
-    outcomes = await run_side_by_side(face, cluster_namespace, *pattern_cases())
+    outcomes = await run_side_by_side(face, cluster_namespace, *pattern_cases(real_node=False))
     check_pattern_cases(devcluster, cluster_namespace, *outcomes)
 
 
@@ -145,21 +189,41 @@ async def test_a_rule_matches_the_failed_jobs_message(
 HOLD_SECONDS = 1.5
 
 
-def restart_case(name: str, strategy: str) -> JobSet:
+def restart_case(name: str, strategy: str, *, shared: Path | None = None) -> JobSet:
     """Two replicated jobs of one pod: ``fail`` fails on attempt 0 and succeeds after; ``slow``
-    is still running then, and its pods are held by a finalizer
-    (``tests/core/_pod_timeline.py``). One restart, then the JobSet completes."""
+    is still running then, and its pods are held (``tests/core/_pod_timeline.py``): on kwok by
+    a finalizer; on the real node (given ``shared``, a folder for the pods) the container traps
+    SIGTERM and exits only when told, and ``fail`` fails only once ``slow`` runs. One restart,
+    then the JobSet completes."""
     fail = replicated_job(
         "fail", annotations={"devcluster/fail-until-attempt": "1", "devcluster/run-seconds": "0.5"}
     )
     slow = replicated_job("slow", annotations={"devcluster/run-seconds": "1", HOLD: "true"})
-    slow["template"]["spec"]["template"]["metadata"]["finalizers"] = [HOLD]
+    if shared is not None:
+        wait_for_slow = (
+            'if [ "$ATTEMPT" = 0 ]; then i=0; '
+            'while [ ! -e "/shared/$JOBSET" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; '
+            "exit 1; fi"
+        )
+        on_real_node(fail, wait_for_slow, shared=shared)
+        # attempt 0 runs until the restart stops it, and stops when told; attempt 1 runs 0.5 s
+        stop_when_told = (
+            """trap 'while [ ! -e "/shared/$POD.go" ]; do sleep 0.1; done; exit 0' TERM; """
+            'n=5; if [ "$ATTEMPT" = 0 ]; then n=600; touch "/shared/$JOBSET"; fi; i=0; '
+            "while [ $i -lt $n ]; do sleep 0.1; i=$((i+1)); done"
+        )
+        on_real_node(slow, stop_when_told, grace=60, shared=shared)
+    else:
+        slow["template"]["spec"]["template"]["metadata"]["finalizers"] = [HOLD]
     policy = {"maxRestarts": 1, "restartStrategy": strategy}
     return load_jobset(jobset(name, fail, slow, failurePolicy=policy))
 
 
-def restart_cases() -> list[JobSet]:
-    return [restart_case("blocking", "BlockingRecreate"), restart_case("plain", "Recreate")]
+def restart_cases(*, shared: Path | None = None) -> list[JobSet]:
+    return [
+        restart_case("blocking", "BlockingRecreate", shared=shared),
+        restart_case("plain", "Recreate", shared=shared),
+    ]
 
 
 def check_restart_cases(timeline: PodTimeline, blocking: Outcome, plain: Outcome) -> None:
@@ -183,6 +247,33 @@ async def test_blocking_recreate_starts_no_pod_while_an_old_one_exists(
         outcomes = await run_side_by_side(face, cluster_namespace, *restart_cases())
         timeline.check()
     check_restart_cases(timeline, *outcomes)
+
+
+# ------------------------------------------------------------------ the real node
+
+
+@pytest.mark.realnode
+async def test_the_message_rule_and_blocking_recreate_on_the_real_node(
+    face: RunFace, cluster_namespace: str, devcluster: Any, real_node: RealNode
+) -> None:
+    """Both scenarios with real containers, at once (a real pod takes seconds to start): the
+    rule matched against the message of a Job whose container really exited 42, and
+    ``BlockingRecreate`` with an old pod that takes seconds to stop after SIGTERM."""
+    assert real_node.shared_dir is not None, "the shared folder of a local devcluster"
+    shared = real_node.shared_dir / cluster_namespace
+    shared.mkdir(parents=True)
+    try:
+        cases = [*pattern_cases(real_node=True), *restart_cases(shared=shared)]
+        timeline = PodTimeline(
+            devcluster, cluster_namespace, hold=HOLD_SECONDS, control="plain", shared=shared
+        )
+        with timeline:
+            outcomes = await run_side_by_side(face, cluster_namespace, *cases)
+            timeline.check()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    check_pattern_cases(devcluster, cluster_namespace, *outcomes[:2])
+    check_restart_cases(timeline, *outcomes[2:])
 
 
 # ------------------------------------------------------------------ the timeline's rules
