@@ -99,7 +99,7 @@ def operator_deadline(
     first."""
     not_after = None
     if execution_timeout is not None:
-        begun = started or _dt.datetime.now(_dt.timezone.utc)
+        begun = started or _dt.datetime.now(_dt.UTC)
         not_after = (begun + execution_timeout).timestamp()
     return Deadline(
         timeout=timeout.total_seconds() if timeout is not None else None,

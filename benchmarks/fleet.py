@@ -96,7 +96,7 @@ def build(kind: str, task: dict[str, Any]) -> Any:
         return KubernetesPodTrigger(
             pod_name=task["pod"],
             pod_namespace=task["ns"],
-            trigger_start_time=dt.datetime.now(dt.timezone.utc),
+            trigger_start_time=dt.datetime.now(dt.UTC),
             base_container_name="base",
             kubernetes_conn_id="kubernetes_default",
             connection_extras=task.get("extras"),

@@ -344,7 +344,7 @@ def _prepare(spec: dict[str, Any], channel: Channel) -> None:
 
 def main(spec: dict[str, Any]) -> None:
     channel = Channel()
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     _prepare(spec, channel)
     if spec["mode"] == "workers":
         workers(spec, channel)

@@ -28,7 +28,7 @@ NEVER = {"devcluster/never-finish": "true"}
 
 def iso(at: float) -> str:
     """``at`` (epoch seconds) as RFC 3339 with nanoseconds, as kwok reads it."""
-    stamp = dt.datetime.fromtimestamp(at, dt.timezone.utc)
+    stamp = dt.datetime.fromtimestamp(at, dt.UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
 
 

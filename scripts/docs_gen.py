@@ -43,6 +43,7 @@ MATRIX_PACKAGES = (
     ("apache-airflow-providers-cncf-kubernetes", "cncf.kubernetes"),
     ("apache-airflow-providers-common-compat", "common.compat"),
     ("apache-airflow-providers-standard", "standard"),
+    ("apache-airflow-providers-openlineage", "openlineage"),
     ("kfp", "kfp"),
     ("kubernetes", "kubernetes"),
     ("kubernetes-asyncio", "kubernetes_asyncio"),

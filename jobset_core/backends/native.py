@@ -63,7 +63,7 @@ _CONFLICT_RETRIES = 10
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
+    return _dt.datetime.now(_dt.UTC)
 
 
 class _CannotCreate(Exception):

@@ -162,7 +162,7 @@ def parse_retry_after(value: str | None, now: _dt.datetime | None = None) -> flo
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
+        when = when.replace(tzinfo=_dt.UTC)
     return max(0.0, (when - now).total_seconds())
 
 

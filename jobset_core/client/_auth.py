@@ -305,7 +305,7 @@ def _parse_rfc3339(text: str, label: str) -> float:
     except ValueError:
         raise ConfigError(f"{label}: expirationTimestamp {text!r} is not RFC 3339") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
+        when = when.replace(tzinfo=_dt.UTC)
     return when.timestamp()
 
 

@@ -516,7 +516,7 @@ class Client:
             body: bytes = await response.read()
         finally:
             response.release()
-        now = _dt.datetime.now(_dt.timezone.utc)
+        now = _dt.datetime.now(_dt.UTC)
         raise _core.error_from_response(response.status, response.headers, body, now=now)
 
 
@@ -530,7 +530,7 @@ def _explained(refused: Unauthorized, source: str, refreshed: bool) -> Unauthori
 def _api_error(request: Request, exc: Any) -> JobSetError:
     if not exc.status:  # the library failed before any answer (bad arguments)
         return _core.unreachable(request, exc)
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     return _core.error_from_response(exc.status, exc.headers, exc.body, now=now)
 
 

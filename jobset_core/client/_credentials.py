@@ -207,7 +207,7 @@ class Credentials:
             raise ConfigError(f"{plan.label}: cannot run {plan.command}: {err.strerror}") from None
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(), EXEC_TIMEOUT)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             process.kill()
             await process.wait()
             raise ConfigError(

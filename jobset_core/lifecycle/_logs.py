@@ -385,7 +385,7 @@ class Follower:
                 await asyncio.wait_for(self.store.save(self.cursor), CURSOR_SAVE_TIMEOUT)
             else:
                 await self.store.save(self.cursor)
-        except (JobSetError, asyncio.TimeoutError) as error:
+        except (TimeoutError, JobSetError) as error:
             self._dirty = True
             log.info("could not keep the log cursor of %s: %s", self.handle.name, error)
 

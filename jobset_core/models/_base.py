@@ -37,7 +37,7 @@ Bool = StrictBool
 
 def _rfc3339(value: _dt.datetime) -> str:
     if value.tzinfo is not None:
-        value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(_dt.UTC).replace(tzinfo=None)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

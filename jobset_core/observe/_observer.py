@@ -151,7 +151,7 @@ class Tracked:
         if not self._woken.is_set():
             try:
                 await asyncio.wait_for(self._woken.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return False
         self._woken.clear()
         return True

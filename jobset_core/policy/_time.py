@@ -13,7 +13,7 @@ import re
 __all__ = ["ZERO_TIME", "format_time", "parse_time"]
 
 #: Go's zero ``time.Time`` (what an unset ``metav1.Time`` compares as).
-ZERO_TIME = _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc)
+ZERO_TIME = _dt.datetime(1, 1, 1, tzinfo=_dt.UTC)
 
 _RFC3339 = re.compile(
     r"^(?P<base>\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2})"
@@ -44,7 +44,7 @@ def parse_time(value: str | None) -> _dt.datetime | None:
         parsed = _dt.datetime.fromisoformat(text)
     except ValueError:
         return None
-    return parsed.astimezone(_dt.timezone.utc)
+    return parsed.astimezone(_dt.UTC)
 
 
 def format_time(value: _dt.datetime) -> str:
@@ -57,5 +57,5 @@ def format_time(value: _dt.datetime) -> str:
         The RFC 3339 string, e.g. ``2024-01-02T03:04:05Z``.
     """
     if value.tzinfo is not None:
-        value = value.astimezone(_dt.timezone.utc)
+        value = value.astimezone(_dt.UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")

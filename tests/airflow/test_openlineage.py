@@ -18,11 +18,11 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-import tomllib
 
 from airflow_provider_jobset import __version__
 from jobset_core.lifecycle import BACKEND_CHOICES, Handle, Verdict, VerdictKind

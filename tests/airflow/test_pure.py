@@ -103,7 +103,7 @@ def test_plan_retries(
 def test_the_deadline_is_the_earliest_end() -> None:
     from airflow_provider_jobset._request import operator_deadline as _deadline
 
-    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     started = now - dt.timedelta(minutes=10)
     assert _deadline(None, None, None).begin(now.timestamp()).ends_at() is None
     hour = _deadline(dt.timedelta(hours=1), None, None).begin(now.timestamp())

@@ -50,5 +50,5 @@ def finish_at(seconds: float) -> str:
     exist at the same time, so a test of it needs them to overlap on a loaded machine)."""
     import datetime as dt
 
-    moment = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    moment = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

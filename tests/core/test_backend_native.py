@@ -26,7 +26,7 @@ from jobset_core.policy import conditions as c
 from jobset_core.policy import outcome as rules
 
 UID = "anchor-uid-1"
-NOW = _dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc)
+NOW = _dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=_dt.UTC)
 LONG_AGO = "2025-01-02T02:00:00Z"
 
 

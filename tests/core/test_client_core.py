@@ -445,7 +445,7 @@ def test_a_status_without_reason_gets_the_http_phrase() -> None:
     ],
 )
 def test_retry_after_is_read(headers: Any, details: Any, retry_after: float | None) -> None:
-    now = dt.datetime(2026, 11, 30, 5, 0, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 30, 5, 0, 0, tzinfo=dt.UTC)
     error = error_from_response(
         429, headers, _status(429, "TooManyRequests", "slow down", details), now=now
     )
@@ -464,7 +464,7 @@ def test_retry_after_is_read(headers: Any, details: Any, retry_after: float | No
     ],
 )
 def test_parse_retry_after_edge_cases(value: str | None, seconds: float | None) -> None:
-    now = dt.datetime(2026, 11, 30, 5, 0, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 30, 5, 0, 0, tzinfo=dt.UTC)
     assert parse_retry_after(value, now) == seconds
 
 

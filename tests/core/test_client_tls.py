@@ -53,7 +53,7 @@ class Endpoint:
             line = await asyncio.wait_for(reader.readline(), 10)
             if line:
                 self.requests.append(line.decode("latin-1").strip())
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             pass  # a handshake the client gave up
         finally:
             writer.close()

@@ -516,7 +516,7 @@ def test_kubernetes_client_objects_inside_a_mapping() -> None:
         "kind": "JobSet",
         "metadata": client.V1ObjectMeta(
             name="k8s",
-            creation_timestamp=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+            creation_timestamp=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
         ),
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": template}]},
     }
@@ -591,7 +591,7 @@ def test_kubernetes_client_objects_agree_with_the_client_serializer() -> None:
     meta = client.V1ObjectMeta(
         name="n",
         labels={"a": "b"},
-        creation_timestamp=dt.datetime(2026, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc),
+        creation_timestamp=dt.datetime(2026, 5, 6, 7, 8, 9, tzinfo=dt.UTC),
     )
     expected = client.ApiClient().sanitize_for_serialization(meta)
     assert to_plain(meta)["name"] == expected["name"]

@@ -162,7 +162,7 @@ def _finished_js(ttl: int | None, finished_at: str | None = T0, deleting: bool =
     return builder.status(conditions=[condition], terminalState="Completed").obj()
 
 
-T_NOW = dt.datetime(2024, 1, 1, 0, 10, tzinfo=dt.timezone.utc)
+T_NOW = dt.datetime(2024, 1, 1, 0, 10, tzinfo=dt.UTC)
 
 
 @pytest.mark.parametrize(
@@ -201,11 +201,11 @@ def test_no_ttl_decision_without_ttl_or_before_finishing() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("2024-01-01T00:00:00Z", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)),
-        ("2024-01-01T01:00:00+01:00", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)),
+        ("2024-01-01T00:00:00Z", dt.datetime(2024, 1, 1, tzinfo=dt.UTC)),
+        ("2024-01-01T01:00:00+01:00", dt.datetime(2024, 1, 1, tzinfo=dt.UTC)),
         (
             "2024-01-01T00:00:00.123456789Z",
-            dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc),
+            dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC),
         ),
         ("yesterday", None),
         (None, None),

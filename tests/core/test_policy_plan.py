@@ -26,7 +26,7 @@ from tests.core.test_policy_builders import (
     make_replicated_job,
 )
 
-NOW = dt.datetime(2024, 1, 1, 1, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2024, 1, 1, 1, 0, tzinfo=dt.UTC)
 NOW_S = "2024-01-01T01:00:00Z"
 
 

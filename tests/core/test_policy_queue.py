@@ -29,7 +29,7 @@ def at(seconds: float) -> str:
 
     from jobset_core.policy._time import format_time
 
-    return format_time(dt.datetime.fromtimestamp(NOW + seconds, dt.timezone.utc))
+    return format_time(dt.datetime.fromtimestamp(NOW + seconds, dt.UTC))
 
 
 def cond(ctype: str, status: str, reason: str = "", message: str = "", t: float = 0) -> dict:
