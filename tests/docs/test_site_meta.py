@@ -27,3 +27,12 @@ def test_the_site_and_the_package_name_the_same_home() -> None:
     assert urls["Changelog"] == f"{site}changelog/"
     assert (ROOT / "docs" / "changelog.md").is_file(), "the Changelog URL's page"
     assert all(url.startswith("https://") for url in urls.values()), urls
+
+
+def test_the_openlineage_facets_name_the_same_home() -> None:
+    """The facet's producer and schema URLs are built from the repository's owner/name."""
+    text = (ROOT / "airflow_provider_jobset/openlineage.py").read_text()
+    found = re.search(r'^_REPO = "([^"]+)"$', text, re.MULTILINE)
+    assert found, "airflow_provider_jobset/openlineage.py: no _REPO"
+    source = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    assert source == f"https://github.com/{found[1]}"
