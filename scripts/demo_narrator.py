@@ -4,7 +4,9 @@ It runs the ``scheduled_retraining`` example DAG with ``dag.test()`` while it wa
 cluster, then tells what happened: the training's steps in each restart attempt (from the pods'
 own logs, followed live, since a restart deletes the pods of the attempt), the JobSet, its child
 Jobs, where every pod ran, the task's tries and the final state. Exit status 0 when the DAG run
-succeeded.
+succeeded. The watcher (``tests/airflow/_recorder.py``) and the reading of the tries
+(``tests/airflow/_run_dag.py``) are shared with the test that runs the same DAG in ``make test``
+(``tests/airflow/test_cluster_example_retraining.py``).
 
 Importing this module does nothing; :func:`main` does it all (``KUBECONFIG`` and the Airflow
 environment variables are set by ``demo.sh``).
@@ -15,108 +17,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+# The watcher and the run's tries are shared with the test that runs this DAG in `make test`.
+from tests.airflow._recorder import ATTEMPT_LABEL, Recorder, attempt_of, pod_index  # noqa: E402
+from tests.airflow._run_dag import tasks_of  # noqa: E402
+
 DAG_ID = "scheduled_retraining"
-SELECTOR = f"airflow-jobset/dag-id={DAG_ID}"
-CHILD_SELECTOR = "jobset.sigs.k8s.io/jobset-name"
-ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 STEP = re.compile(r" step (\d+)/(\d+) ")
-
-
-class Recorder:
-    """The last state of every JobSet, child Job and pod of the demo, and every pod's log."""
-
-    def __init__(self) -> None:
-        from kubernetes import client, config
-
-        config.load_kube_config()
-        self.core, self.batch = client.CoreV1Api(), client.BatchV1Api()
-        self.custom = client.CustomObjectsApi()
-        self.seen: dict[str, dict[str, Any]] = {
-            "jobsets": {},
-            "jobs": {},
-            "pods": {},
-            "workloads": {},
-        }
-        self.logs: dict[str, list[str]] = {}  # pod uid -> lines
-        self.stop = threading.Event()
-
-    def follow_log(self, namespace: str, name: str, uid: str) -> None:
-        """The pod's log, from its start to its end (retried while the container waits)."""
-        lines = self.logs.setdefault(uid, [])
-        while not self.stop.is_set():
-            try:
-                resp = self.core.read_namespaced_pod_log(
-                    name, namespace, follow=True, _preload_content=False
-                )
-                for raw in resp.stream():
-                    lines.extend(raw.decode(errors="replace").splitlines())
-                return
-            except Exception:  # not started yet (400) or gone (404)
-                try:
-                    pod = self.core.read_namespaced_pod(name, namespace)
-                except Exception:
-                    return
-                if pod.metadata.uid != uid or pod.status.phase in ("Succeeded", "Failed"):
-                    return
-                time.sleep(0.5)
-
-    def follow(self, kind: str, list_fn: Any, label_selector: str, **kwargs: Any) -> None:
-        """Keep the last state of every object (a DELETED event carries the final one)."""
-        from kubernetes import watch
-
-        while not self.stop.is_set():
-            try:
-                for event in watch.Watch().stream(
-                    list_fn, label_selector=label_selector, timeout_seconds=5, **kwargs
-                ):
-                    self._seen(kind, event["object"])
-                    if self.stop.is_set():
-                        return
-            except Exception:  # the API may hiccup; keep following
-                time.sleep(0.5)
-
-    def _seen(self, kind: str, obj: Any) -> None:
-        uid = obj["metadata"]["uid"] if isinstance(obj, dict) else obj.metadata.uid
-        if kind == "pods" and uid not in self.seen[kind]:
-            threading.Thread(
-                target=self.follow_log,
-                args=(obj.metadata.namespace, obj.metadata.name, uid),
-                daemon=True,
-            ).start()
-        self.seen[kind][uid] = obj
-
-    def start(self) -> None:
-        jobsets = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "plural": "jobsets"}
-        watchers = [
-            ("jobsets", self.custom.list_cluster_custom_object, SELECTOR, jobsets),
-            ("jobs", self.batch.list_job_for_all_namespaces, CHILD_SELECTOR, {}),
-            ("pods", self.core.list_pod_for_all_namespaces, CHILD_SELECTOR, {}),
-        ]
-        if os.environ.get("JOBSET_EXAMPLES_QUEUE"):  # Kueue's Workloads of every job
-            workloads = {"group": "kueue.x-k8s.io", "version": "v1beta2", "plural": "workloads"}
-            fn = self.custom.list_cluster_custom_object
-            watchers.append(("workloads", fn, "kueue.x-k8s.io/job-uid", workloads))
-        for kind, fn, selector, kwargs in watchers:
-            threading.Thread(
-                target=self.follow, args=(kind, fn, selector), kwargs=kwargs, daemon=True
-            ).start()
-        time.sleep(1)
-
-    def finish(self) -> None:
-        """Stop watching; keep only the Jobs and pods of the demo's JobSets."""
-        time.sleep(2)
-        self.stop.set()
-        names = {js["metadata"]["name"] for js in self.seen["jobsets"].values()}
-        for kind in ("jobs", "pods"):
-            self.seen[kind] = {
-                uid: obj
-                for uid, obj in self.seen[kind].items()
-                if (obj.metadata.labels or {}).get(CHILD_SELECTOR) in names
-            }
 
 
 def table(headers: list[str], rows: list[list[Any]]) -> None:
@@ -149,15 +64,6 @@ def condensed(lines: list[str]) -> list[str]:
         if worth_showing(shown):
             out.append(shown)
     return out
-
-
-def attempt_of(obj: Any) -> int:
-    return int((obj.metadata.labels or {}).get(ATTEMPT_LABEL, "0"))
-
-
-def pod_index(obj: Any) -> int:
-    annotations = obj.metadata.annotations or {}
-    return int(annotations.get("batch.kubernetes.io/job-completion-index", "0"))
 
 
 def show_training(rec: Recorder) -> None:
@@ -252,32 +158,21 @@ def show_placement(rec: Recorder) -> None:
 
 def show_tries(run: Any) -> Any:
     """The tries of every task; return the train task's return value (its metrics)."""
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.models.taskinstancehistory import TaskInstanceHistory
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
     print("\n== task tries")
-    ids = {"dag_id": run.dag_id, "run_id": run.run_id}
-    rows, metrics = [], None
-    with create_session() as session:
-        for task_id in ("prepare", "train", "evaluate"):
-            history = session.query(TaskInstanceHistory).filter_by(**ids, task_id=task_id)
-            for h in history.order_by(TaskInstanceHistory.try_number):
-                rows.append([task_id, h.try_number, h.state, ""])
-            ti = session.query(TaskInstance).filter_by(**ids, task_id=task_id).one()
-            xcom = session.query(XComModel).filter_by(**ids, task_id=task_id, key="return_value")
-            value = xcom.one_or_none()
-            shown = json.dumps(value.value) if value else ""
-            rows.append([task_id, ti.try_number, ti.state, shown])
-            if task_id == "train" and value is not None:
-                metrics = value.value
+    tasks = tasks_of(run.dag_id, run.run_id)
+    rows = []
+    for task_id in ("prepare", "train", "evaluate"):
+        task = tasks[task_id]
+        rows += [[task_id, number, state, ""] for number, state in task["history"]]
+        value = task["xcom"].get("return_value")
+        shown = json.dumps(value) if value is not None else ""
+        rows.append([task_id, task["try_number"], task["state"], shown])
     table(["task", "try", "state", "return value"], rows)
-    return metrics
+    return tasks["train"]["xcom"].get("return_value")
 
 
 def main() -> int:
-    rec = Recorder()
+    rec = Recorder(DAG_ID, workloads=bool(os.environ.get("JOBSET_EXAMPLES_QUEUE")))
     rec.start()
     from airflow.dag_processing.dagbag import DagBag
 

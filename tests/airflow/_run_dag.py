@@ -1,11 +1,45 @@
 """Run one DAG file with ``dag.test()`` in this process and print what happened as JSON
 (the last line of stdout): the run's state and, per task, state, try number, the states of
-earlier tries and the XComs. Used by the cluster tests as a subprocess."""
+earlier tries and the XComs. Used by the cluster tests as a subprocess; :func:`tasks_of` also
+by ``make demo`` (``scripts/demo_narrator.py``), to show the tries."""
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
+
+
+def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
+    """Per task of the run: state, try number, ``history`` ([try, state] of the earlier tries)
+    and ``xcom`` (key -> value)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.taskinstancehistory import TaskInstanceHistory
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    tasks: dict[str, dict[str, Any]] = {}
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id).all()
+        for ti in tis:
+            history = (
+                session.query(TaskInstanceHistory)
+                .filter_by(dag_id=dag_id, run_id=run_id, task_id=ti.task_id)
+                .order_by(TaskInstanceHistory.try_number)
+                .all()
+            )
+            xcoms = (
+                session.query(XComModel)
+                .filter_by(dag_id=dag_id, run_id=run_id, task_id=ti.task_id)
+                .all()
+            )
+            tasks[ti.task_id] = {
+                "state": str(ti.state),
+                "try_number": ti.try_number,
+                "history": [[h.try_number, str(h.state)] for h in history],
+                "xcom": {x.key: x.value for x in xcoms},
+            }
+    return tasks
 
 
 def main(path: str, dag_id: str) -> None:
@@ -13,36 +47,12 @@ def main(path: str, dag_id: str) -> None:
         from airflow.dag_processing.dagbag import DagBag
     except ImportError:  # 3.0, 3.1
         from airflow.models.dagbag import DagBag
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.models.taskinstancehistory import TaskInstanceHistory
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
 
     bag = DagBag(dag_folder=path)
     if bag.import_errors:
         raise SystemExit(f"import errors: {bag.import_errors}")
     run = bag.dags[dag_id].test()
-    out: dict[str, object] = {"state": str(run.state), "run_id": run.run_id, "tasks": {}}
-    with create_session() as session:
-        tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run.run_id).all()
-        for ti in tis:
-            history = (
-                session.query(TaskInstanceHistory)
-                .filter_by(dag_id=dag_id, run_id=run.run_id, task_id=ti.task_id)
-                .order_by(TaskInstanceHistory.try_number)
-                .all()
-            )
-            xcoms = (
-                session.query(XComModel)
-                .filter_by(dag_id=dag_id, run_id=run.run_id, task_id=ti.task_id)
-                .all()
-            )
-            out["tasks"][ti.task_id] = {  # type: ignore[index]
-                "state": str(ti.state),
-                "try_number": ti.try_number,
-                "history": [[h.try_number, str(h.state)] for h in history],
-                "xcom": {x.key: x.value for x in xcoms},
-            }
+    out = {"state": str(run.state), "run_id": run.run_id, "tasks": tasks_of(dag_id, run.run_id)}
     print(json.dumps(out, default=str))
 
 
