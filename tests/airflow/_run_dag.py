@@ -11,8 +11,10 @@ from typing import Any
 
 
 def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
-    """Per task of the run: state, try number, ``history`` ([try, state] of the earlier tries)
-    and ``xcom`` (key -> value)."""
+    """Per task of the run: state, try number, ``history`` ([try, state] of the earlier tries),
+    ``xcom`` (key -> value) and ``rendered`` (the templated fields as rendered, e.g. the
+    arguments a ``@task`` got from XCom; None when not recorded)."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields as Rendered
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.taskinstancehistory import TaskInstanceHistory
     from airflow.models.xcom import XComModel
@@ -33,11 +35,17 @@ def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
                 .filter_by(dag_id=dag_id, run_id=run_id, task_id=ti.task_id)
                 .all()
             )
+            rendered = (
+                session.query(Rendered)
+                .filter_by(dag_id=dag_id, run_id=run_id, task_id=ti.task_id, map_index=ti.map_index)
+                .one_or_none()
+            )
             tasks[ti.task_id] = {
                 "state": str(ti.state),
                 "try_number": ti.try_number,
                 "history": [[h.try_number, str(h.state)] for h in history],
                 "xcom": {x.key: x.value for x in xcoms},
+                "rendered": rendered.rendered_fields if rendered is not None else None,
             }
     return tasks
 
