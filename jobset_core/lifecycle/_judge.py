@@ -299,13 +299,18 @@ class Judge:
         uid = self.handle.uid
         if uid and jobset.metadata.uid != uid:
             return Step(verdict=self.gone("Replaced"))
-        if jobset.metadata.deletion_timestamp:
+        if jobset.metadata.deletion_timestamp and not self._finished(jobset):
+            # One that finished first (``ttlSecondsAfterFinished``, or a delete of a finished
+            # run seen late) ended as its status says, judged below.
             return Step(verdict=self.gone("Deleted", " (it is being deleted)"))
         failure = self._creation_failure(observation)
         if failure is not None:
             progress, verdict = self.creation_failed(*failure)
             return Step(progress, verdict)
         return self._judge_state(observation, jobset, now)
+
+    def _finished(self, jobset: JobSet) -> bool:
+        return rules.build_outcome(jobset, self.handle.backend).phase.terminal
 
     def _creation_failure(self, observation: Observation) -> tuple[str, str] | None:
         if self.handle.backend != "controller":

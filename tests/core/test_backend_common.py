@@ -762,6 +762,23 @@ def test_judge_gone_only_once_the_run_was_listed() -> None:
     assert "was deleted before it finished" in verdict.message
 
 
+@pytest.mark.parametrize(
+    ("status", "kind", "reason"),
+    [(DONE, "completed", "AllJobsCompleted"), (RUNNING, "gone", "Deleted")],
+    ids=["finished-then-deleted", "deleted-while-running"],
+)
+def test_judge_a_jobset_being_deleted_by_whether_it_finished_first(
+    status: dict[str, Any], kind: str, reason: str
+) -> None:
+    """A JobSet deleted after it finished (``ttlSecondsAfterFinished``: the wait may first see
+    it already being deleted) ended as its status says; one deleted while running is gone."""
+    deleted = make_jobset(status=status).to_dict()
+    deleted["metadata"]["deletionTimestamp"] = "2024-01-01T00:10:00Z"
+    observation = Observation(("ns", "js"), jobset=deleted, synced=True)
+    verdict = Judge(HANDLE).step(observation).verdict
+    assert verdict is not None and (verdict.kind, verdict.reason) == (kind, reason)
+
+
 def test_judge_a_namesake_is_not_ours() -> None:
     verdict = Judge(Handle("js", "ns", "u-2", "controller")).step(seen(make_jobset())).verdict
     assert verdict is not None and (verdict.kind, verdict.reason) == ("gone", "Replaced")
