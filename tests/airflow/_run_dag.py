@@ -1,13 +1,33 @@
 """Run one DAG file with ``dag.test()`` in this process and print what happened as JSON
 (the last line of stdout): the run's state and, per task, state, try number, the states of
-earlier tries and the XComs. Used by the cluster tests as a subprocess; :func:`tasks_of` also
-by ``make demo`` (``scripts/demo_narrator.py``), to show the tries."""
+earlier tries and the XComs. Used by the cluster tests as a subprocess (:func:`run_dag`);
+:func:`tasks_of` also by ``make demo`` (``scripts/demo_narrator.py``), to show the tries."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+
+def run_dag(
+    path: Path, dag_id: str, env: dict[str, str] | None = None, timeout: float = 420
+) -> dict[str, Any]:
+    """This script on one DAG file in a subprocess (with the caller's environment, or
+    ``env``): what it printed, after checking it ran to its report."""
+    proc = subprocess.run(
+        [sys.executable, __file__, str(path), dag_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
 def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:

@@ -9,20 +9,16 @@ same process, with the same connection), with tokens that expire every 20 s."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.airflow._run_dag import run_dag
 from tests.cluster.bodies import jobset, replicated_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 
-HERE = Path(__file__).resolve().parent
 
 DAG = """
 from datetime import datetime, timedelta
@@ -82,20 +78,6 @@ def kube_conn(
     who = least_privilege(devcluster, cluster_namespace, tmp_path, "airflow", roles, ttl=20)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", who.connection())
     return str(who.kubeconfig)
-
-
-def run_dag(path: Path, dag_id: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "_run_dag.py"), str(path), dag_id],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=420,
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
 def xcom(task: dict[str, Any], key: str) -> Any:

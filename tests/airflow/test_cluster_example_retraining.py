@@ -21,8 +21,6 @@ import json
 import re
 import shutil
 import struct
-import subprocess
-import sys
 import zipfile
 from array import array
 from collections.abc import Iterator
@@ -32,6 +30,7 @@ from typing import Any
 import pytest
 
 from tests.airflow._recorder import Recorder, attempt_of, pod_index
+from tests.airflow._run_dag import run_dag
 from tests.cluster.pytest_devcluster import DevCluster, RealNode
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode, pytest.mark.airflow]
@@ -63,16 +62,7 @@ def run_example(
     extra = {"kube_config_path": kube, "namespace": namespace}
     conn = json.dumps({"conn_type": "kubernetes", "extra": extra})
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", conn)
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "_run_dag.py"), str(path), DAG_ID],
-        capture_output=True,
-        text=True,
-        timeout=420,
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(lines[-1])
+    return run_dag(path, DAG_ID)
 
 
 def read_npz(path: Path) -> dict[str, list[Any]]:

@@ -28,6 +28,7 @@ from airflow_provider_jobset import __version__
 from jobset_core.lifecycle import BACKEND_CHOICES, Handle, Verdict, VerdictKind
 from jobset_core.models import load_jobset
 from jobset_core.outcome import Outcome, Phase
+from tests.airflow._run_dag import run_dag
 
 pytestmark = pytest.mark.airflow
 
@@ -404,20 +405,6 @@ def events_of(path: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
         event = json.loads(line)
         found.setdefault((event["job"]["name"], event["eventType"]), []).append(event)
     return found
-
-
-def run_dag(path: Path, dag_id: str, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "_run_dag.py"), str(path), dag_id],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=420,
-        check=False,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
 @pytest.mark.cluster
