@@ -21,12 +21,14 @@ import os
 import re
 import shlex
 import tarfile
+import tomllib
 import zipfile
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.release._build import ROOT, TESTED_PYTHONS, VERSION, _locked, _run, _sdist, _wheel
 
@@ -68,12 +70,35 @@ def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None
         assert needed in files, needed
     assert not [f for f in files if f.startswith(("tests/", "examples/", "docs/", "scripts/"))]
     assert f"Version: {VERSION}\n" in metadata
-    assert 'Requires-Dist: apache-airflow<4,>=3.0; extra == "airflow"' in metadata
+    assert _requires_dist(metadata) == _declared_requirements()
     assert "jobsetctl = jobset_core.cli:main" in entry_points
     assert "provider_info = airflow_provider_jobset:get_provider_info" in entry_points
     with tarfile.open(dist / f"airflow_provider_jobset-{VERSION}.tar.gz") as sdist:
         members = {m.name.split("/", 1)[-1] for m in sdist.getmembers()}
     assert {"pyproject.toml", "README.md", "CHANGELOG.md", "jobset_core/_version.py"} <= members
+
+
+def _requirement_key(requirement: Requirement, extra: str) -> tuple[str, str, str]:
+    name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+    return (name, ",".join(sorted(str(requirement.specifier).split(","))), extra)
+
+
+def _declared_requirements() -> set[tuple[str, str, str]]:
+    """Every requirement of pyproject.toml, with the extra it belongs to ("" for none)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    groups = {"": project["dependencies"], **project["optional-dependencies"]}
+    return {_requirement_key(Requirement(r), extra) for extra, reqs in groups.items() for r in reqs}
+
+
+def _requires_dist(metadata: str) -> set[tuple[str, str, str]]:
+    """The wheel's ``Requires-Dist`` lines, as :func:`_declared_requirements` says them."""
+    found = set()
+    for line in HeaderParser().parsestr(metadata).get_all("Requires-Dist") or ():
+        requirement = Requirement(line)
+        extra = re.search(r'extra == "([^"]+)"', str(requirement.marker or ""))
+        requirement.marker = None
+        found.add(_requirement_key(requirement, extra[1] if extra else ""))
+    return found
 
 
 #: The classifiers the release claims (PEP 639: no licence classifier beside the expression).
