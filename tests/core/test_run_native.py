@@ -30,6 +30,8 @@ from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
 from tests.cluster.bodies import finish_at
+from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.localcluster import auth as devcluster_auth
 from tests.core._exclusive import exclusivity_problems
 from tests.core._runs import FLAVOURS, RunFace, open_face
 
@@ -628,26 +630,50 @@ class TestOnCluster:
         assert restarted_at and returned_at > restarted_at[0]
         assert (outcome.terminal_state, outcome.replicated_jobs[0].succeeded) == ("Completed", 2)
 
-    # Not on the cluster without JobSet: there, few objects change, and the API server's watch
-    # caches of built-in kinds, which began at revision 1 when it started, still hold it (no
-    # 410) until its first compaction (5 min); the main cluster's churn moves them on first.
-    @pytest.mark.nojobset(False)
-    async def test_forced_410_relists(self, cluster_namespace: str, devcluster: Any) -> None:
-        # resourceVersion 1 is far older than the watch cache keeps: the server answers 410
-        # Gone at once, the informers list again, and the run is still followed.
-        settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
-        async with Client(settings) as client:
-            observer = Observer(client, scope="run")
-            run = Lifecycle(observer)
-            js = manifest("stale", crjob("w", never_finish="true"))
-            request = RunRequest(jobset=js, namespace=cluster_namespace, backend="native")
-            sub = (await run.start(request)).submission
-            target = run.runs.backend("native").target(sub.handle, since="1")
-            started = time.monotonic()
-            async with observer.track(target) as tracked:
-                while not tracked.observation().synced or not tracked.observation().jobs:
-                    await tracked.changed(10)
-                    assert time.monotonic() - started < 20
-                stats = observer.stats()
-            await observer.aclose()
+    async def test_forced_410_relists(
+        self, cluster_namespace: str, devcluster: Any, tmp_path: Path
+    ) -> None:
+        # A watch the server ends with 410 Gone (its resourceVersion expired: a compaction, or
+        # a watch cache that moved on) makes the informers list again, and the run is still
+        # followed. The fault proxy sends the 410 ERROR event a server sends, once the
+        # informers' watches are idle. (A watch from resourceVersion 1 is not enough: on a
+        # cluster younger than its first compaction, the API server's watch caches of
+        # built-in kinds still hold it.)
+        kubeconfig = tmp_path / "proxied.kubeconfig"  # the proxy ends TLS: a token
+        with FaultProxy(devcluster.state_dir) as proxy:
+            devcluster_auth.exec_kubeconfig(
+                devcluster.state_dir,
+                kubeconfig,
+                user="forced-410",
+                groups=["system:masters"],
+                ttl=600,
+                server=proxy.url,
+                namespace=cluster_namespace,
+            )
+            async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+                observer = Observer(client, scope="run")
+                run = Lifecycle(observer)
+                js = manifest("stale", crjob("w", never_finish="true"))
+                request = RunRequest(jobset=js, namespace=cluster_namespace, backend="native")
+                sub = (await run.start(request)).submission
+                target = run.runs.backend("native").target(sub.handle)
+                started = time.monotonic()
+                async with observer.track(target) as tracked:
+                    # the anchor's, the Jobs', the pods' and the Events' watches, quiet
+                    while not tracked.observation().jobs or proxy.open_streams() < 4:
+                        await asyncio.sleep(0.1)
+                        assert time.monotonic() - started < 30, proxy.open_streams()
+                    await asyncio.sleep(1.0)
+                    listed = observer.stats()["lists"]
+                    assert proxy.cut_watches("gone", logs=False) >= 4
+                    # counted as a relist, and listed for real (not resumed where it was)
+                    while observer.stats()["relists"] < 1 or observer.stats()["lists"] <= listed:
+                        await asyncio.sleep(0.1)
+                        assert time.monotonic() - started < 60, observer.stats()
+                    while not tracked.observation().synced or not tracked.observation().jobs:
+                        await tracked.changed(1)
+                        assert time.monotonic() - started < 60, observer.stats()
+                    stats = observer.stats()
+                await observer.aclose()
         assert stats["relists"] >= 1, stats
+        assert proxy.stats.cut_gone >= 4, proxy.stats
