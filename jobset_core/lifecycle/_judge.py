@@ -286,10 +286,16 @@ class Judge:
 
     # ------------------------------------------------------------------ one observation
 
+    def witness(self, observation: Observation) -> None:
+        """Remember how the observed Jobs failed, from an observation that is acted on but not
+        judged: the native backend restarts on the observation it drove, and the one judged
+        after it may no longer hold the failed Job it deleted."""
+        _remember_failures(observation, self._job_failures)
+
     def step(self, observation: Observation, now: float | None = None) -> Step:
         """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods
         that cannot start are not judged)."""
-        _remember_failures(observation, self._job_failures)
+        self.witness(observation)
         try:
             jobset = head_jobset(self.handle, observation)
         except JobSetError as error:  # an anchor that no longer parses

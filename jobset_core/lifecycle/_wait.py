@@ -172,6 +172,7 @@ class _Watch:
             observation = tracked.observation()
             if observation.synced:
                 judge.prime(observation)
+            judge.witness(observation)  # what the drive acts on, even if it deletes it
             moved = await self._drive(observation)
             if moved is None:
                 continue

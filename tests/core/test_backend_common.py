@@ -535,6 +535,27 @@ def test_a_terminal_status_wins_over_a_restart() -> None:
     assert step.verdict is not None and step.verdict.kind == "completed"
 
 
+@pytest.mark.parametrize("witnessed", [True, False], ids=["witnessed", "never-seen"])
+def test_a_restart_names_how_its_job_failed_once_witnessed(witnessed: bool) -> None:
+    # The native backend restarts on the observation it drove and deletes the failed Job:
+    # the observation judged next may hold neither the Job nor the Job controller's Event.
+    judge = Judge(Handle("js", "ns", "u-1", "controller"), WaitRules(on_restart="return"))
+    judge.step(_observed(make_jobset(status=RUNNING)))
+    failed_job = {
+        "metadata": {"name": "js-workers-1"},
+        "status": {"conditions": [condition("Failed", "True", "BackoffLimitExceeded", "boom")]},
+    }
+    driven = Observation(
+        ("ns", "js"), jobset=make_jobset(status=RUNNING).to_dict(), jobs=(failed_job,), synced=True
+    )
+    if witnessed:
+        judge.witness(driven)
+    step = judge.step(_observed(make_jobset(status=RESTARTING)))
+    assert step.verdict is not None and step.verdict.kind == "restarting"
+    said = "job js-workers-1 failed: BackoffLimitExceeded: boom"
+    assert (said in step.verdict.message) is witnessed, step.verdict.message
+
+
 # ---------------------------------------------------------------------------------- pods
 
 
