@@ -5,8 +5,11 @@ created, so that ``down`` removes it from the record even after every process wa
 
 * a Linux bridge ``dcbr-NNN`` carrying the node IP ``198.(18+N//256).(N%256).1/24`` (the
   benchmarking range 198.18.0.0/15, split into 512 ranges; one per running cluster), which is
-  also the pods' on-link gateway and CoreDNS's address (no default route, no NAT, no
-  forwarding: pods reach each other and the host only);
+  also the pods' on-link gateway and CoreDNS's address (no default route, no forwarding:
+  pods reach each other and the host only);
+* one ``iptables`` rule in the nat table, standing in for kube-proxy: the ``kubernetes``
+  Service's address (``10.96.0.1:443``), from this bridge only, goes to the API server on
+  loopback, so pods use in-cluster configuration with their service account's token;
 * cgroups ``/devcluster-NNN`` in every cgroup hierarchy: the node's processes (containerd,
   its shims, the kubelet, CoreDNS) live in ``/devcluster-NNN/node``, and the kubelet's
   ``cgroupRoot`` is ``/devcluster-NNN``, so its ``kubepods`` tree is ours alone. ``down``
@@ -54,6 +57,7 @@ from .node_host import (
     POD_RANGE,
     RANGES,
     _read,
+    add_service_nat,
     bridge_exists,
     cgroup_create,
     cgroup_join,
@@ -61,11 +65,13 @@ from .node_host import (
     cgroup_remove,
     create_bridge,
     delete_bridge,
+    delete_service_nat,
     machine_lock,
     mounts_below,
     preferred_range,
     range_for,
     ranges_in_use,
+    service_nat_rule,
 )
 from .pki import make_leaf, write_kubeconfig
 from .procs import Launch, State, log_tail, wait_until
@@ -114,6 +120,16 @@ def plan(st: State) -> dict:
         create_bridge(net)
         cgroup_create(net["cgroup"])
     return st.data["real_node"]
+
+
+def _route_the_service(up: Launch, net: dict) -> None:
+    """Pods reach the API server as on any cluster: at the ``kubernetes`` Service, with their
+    service account's token (in-cluster configuration). The rule is recorded before it
+    exists, so that ``down`` removes it whatever happens."""
+    rule = service_nat_rule(net["bridge"], up.ports["apiserver"])
+    up.st.data["real_node"]["service_nat"] = rule
+    up.st.save()
+    add_service_nat(net["bridge"], rule)
 
 
 def write_configs(up: Launch, net: dict, images: dict) -> None:
@@ -239,6 +255,7 @@ def start(up: Launch, node_bin: Path, images: dict):
     """Start the node (after the API server is up); return a function that waits for it."""
     t = time.monotonic()
     net = plan(up.st)
+    _route_the_service(up, net)
     write_configs(up, net, images)
     node = _Node(up, node_bin, net)
     node.namespace()
@@ -332,6 +349,8 @@ def cleanup(st: State, quiet: bool) -> list[str]:
     if survivors:
         problems.append(f"processes in cgroup /{rn['cgroup']} survived SIGKILL: {survivors}")
     problems += [f"cgroup {c} could not be removed" for c in cgroup_remove(rn["cgroup"])]
+    if rn.get("service_nat") and not delete_service_nat(rn["service_nat"]):
+        problems.append(f"iptables rule left: -t nat {' '.join(rn['service_nat'])}")
     delete_bridge(rn["bridge"])
     if bridge_exists(rn["bridge"]):
         problems.append(f"bridge {rn['bridge']} could not be deleted")

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .node_host import CNI_BIN, RUNC
+from .node_host import CNI_BIN, RUNC, SERVICE_IP
 
 NODE_NAME = "devcluster-real-node"
 
@@ -177,6 +177,9 @@ def cni_config(nd: Path, net: dict) -> dict:
                             }
                         ]
                     ],
+                    # The kubernetes Service's address goes to the node, where one NAT rule
+                    # sends it on to the API server (node_host.service_nat_rule).
+                    "routes": [{"dst": f"{SERVICE_IP}/32", "gw": net["node_ip"]}],
                     "dataDir": str(nd / "cni-ipam"),
                 },
             },

@@ -47,6 +47,7 @@ SETUP_PACKAGES = {
     "busybox-static": "/bin/busybox",
     "mmdebstrap": "/usr/bin/mmdebstrap",
     "binutils": "/usr/bin/strip",
+    "iptables": "/usr/sbin/iptables",
 }
 
 
@@ -160,6 +161,59 @@ def create_bridge(net: dict) -> None:
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()}")
+
+
+#: The ``kubernetes`` Service's ClusterIP: the first address of the API server's
+#: ``--service-cluster-ip-range`` (its certificate names it). Kubelets give it to every pod as
+#: ``KUBERNETES_SERVICE_HOST``, and in-cluster clients connect to it.
+SERVICE_IP = "10.96.0.1"
+
+
+def service_nat_rule(bridge: str, apiserver_port: int) -> list[str]:
+    """The one rule that stands in for kube-proxy (nat table): a pod's connection to the
+    ``kubernetes`` Service (``10.96.0.1:443``), arriving on this cluster's bridge, goes to the
+    API server on loopback. Only that address and port, only from this bridge: two clusters'
+    rules never meet, and nothing else is forwarded."""
+    return [
+        "PREROUTING",
+        "-i",
+        bridge,
+        "-d",
+        f"{SERVICE_IP}/32",
+        "-p",
+        "tcp",
+        "--dport",
+        "443",
+        "-m",
+        "comment",
+        "--comment",
+        f"devcluster {bridge}: the kubernetes Service",
+        "-j",
+        "DNAT",
+        "--to-destination",
+        f"127.0.0.1:{apiserver_port}",
+    ]
+
+
+def add_service_nat(bridge: str, rule: list[str]) -> None:
+    """Install ``rule``; let the bridge route to loopback (``route_localnet``, a setting of
+    this bridge alone, gone with it), which a DNAT to 127.0.0.1 needs."""
+    Path(f"/proc/sys/net/ipv4/conf/{bridge}/route_localnet").write_text("1\n")
+    r = subprocess.run(
+        ["iptables", "-w", "-t", "nat", "-A", *rule], capture_output=True, text=True, check=False
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"iptables -t nat -A {' '.join(rule)} failed: {r.stderr.strip()}")
+
+
+def delete_service_nat(rule: list[str]) -> bool:
+    """Remove every copy of ``rule``; False when one is left."""
+    for _ in range(16):
+        check, delete = (["iptables", "-w", "-t", "nat", flag, *rule] for flag in ("-C", "-D"))
+        if subprocess.run(check, capture_output=True, check=False).returncode != 0:
+            return True
+        subprocess.run(delete, capture_output=True, check=False)
+    return False
 
 
 def bridge_exists(bridge: str) -> bool:
