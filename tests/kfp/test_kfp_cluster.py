@@ -10,7 +10,6 @@ Not covered here (no KFP backend): the driver's placeholder resolution and TaskC
 passthrough, Argo retries and termination; see docs/kfp.md for how to check those on a cluster.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -28,14 +27,12 @@ from kfp import dsl, local
 
 from kfp_components import launch_jobset
 from kfp_components.components import cleanup_jobsets
+from tests.kfp._cluster import ROOT, RUN_LABEL, annotations, gone, only_run, run_status, runs
 from tests.kfp.conftest import LEADER, WORKERS, make_jobset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kfp]
 
 BACKENDS = ["controller", "native"]
-ANCHORS = "jobset-core/anchor=native"
-RUN_LABEL = "jobset-core/kfp-run-id"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -51,46 +48,15 @@ def kfp_local(devcluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return root
 
 
-def _runs(devcluster: Any, namespace: str, backend: str) -> list[dict[str, Any]]:
-    """The runs in a namespace: JobSets (controller) or anchor ConfigMaps (native)."""
-    if backend == "controller":
-        listed = devcluster.custom.list_namespaced_custom_object(
-            "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
-        )
-        return list(listed["items"])
-    items = devcluster.core.list_namespaced_config_map(namespace, label_selector=ANCHORS).items
-    return [devcluster.core.api_client.sanitize_for_serialization(cm) for cm in items]
-
-
-def _status(run: dict[str, Any], backend: str) -> dict[str, Any]:
-    if backend == "controller":
-        return dict(run.get("status") or {})
-    return dict(json.loads((run.get("data") or {}).get("status.json") or "{}"))
-
-
-def _only_run(devcluster: Any, namespace: str, backend: str) -> dict[str, Any]:
-    runs = _runs(devcluster, namespace, backend)
-    assert len(runs) == 1, [r["metadata"]["name"] for r in runs]
-    return runs[0]
-
-
-def _gone(devcluster: Any, namespace: str, backend: str) -> bool:
-    return not _runs(devcluster, namespace, backend)
-
-
-def _annotations(**values: str) -> dict[str, str]:
-    return {f"devcluster/{key.replace('_', '-')}": value for key, value in values.items()}
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_success_outputs(
     backend: str, kfp_local: Path, devcluster: Any, cluster_namespace: str
 ) -> None:
     jobset = make_jobset(
-        annotations=_annotations(
+        annotations=annotations(
             run_seconds="1", termination_message='{"accuracy": 0.91}', log="epoch 1\nepoch 2"
         ),
-        worker_annotations=_annotations(run_seconds="1"),
+        worker_annotations=annotations(run_seconds="1"),
     )
     task = launch_jobset(
         jobset=yaml.safe_dump(jobset),
@@ -100,7 +66,7 @@ def test_success_outputs(
         timeout_seconds=120,
     )
     outputs = task.outputs
-    run = _only_run(devcluster, cluster_namespace, backend)
+    run = only_run(devcluster, cluster_namespace, backend)
     assert outputs["jobset_name"] == run["metadata"]["name"]
     assert outputs["jobset_name"].startswith("train-")
     assert outputs["jobset_uid"] == run["metadata"]["uid"]
@@ -118,7 +84,7 @@ def test_success_outputs(
     labels = run["metadata"]["labels"]
     assert {"jobset-core/kfp-task-name", "jobset-core/kfp-task-id", RUN_LABEL} <= set(labels)
     # The default policy keeps finished JobSets; the run's own status says Completed.
-    assert _status(run, backend)["terminalState"] == "Completed"
+    assert run_status(run, backend)["terminalState"] == "Completed"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -132,8 +98,8 @@ def test_failed_jobset_fails_the_step(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     jobset = make_jobset(
-        annotations=_annotations(run_seconds="1"),
-        worker_annotations=_annotations(
+        annotations=annotations(run_seconds="1"),
+        worker_annotations=annotations(
             run_seconds="1", exit_code="3", log="CUDA error: out of memory"
         ),
     )
@@ -150,11 +116,11 @@ def test_failed_jobset_fails_the_step(
     assert "CUDA error: out of memory" in printed  # the failed pod's log tail
     if policy == "always":
         devcluster.wait_for(
-            lambda: _gone(devcluster, cluster_namespace, backend), 60, desc="deletion"
+            lambda: gone(devcluster, cluster_namespace, backend), 60, desc="deletion"
         )
     else:
-        run = _only_run(devcluster, cluster_namespace, backend)
-        assert _status(run, backend)["terminalState"] == "Failed"
+        run = only_run(devcluster, cluster_namespace, backend)
+        assert run_status(run, backend)["terminalState"] == "Failed"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -162,8 +128,8 @@ def test_restart_then_success(
     backend: str, kfp_local: Path, devcluster: Any, cluster_namespace: str
 ) -> None:
     jobset = make_jobset(
-        annotations=_annotations(run_seconds="1", termination_message='{"accuracy": 0.5}'),
-        worker_annotations=_annotations(run_seconds="1", fail_until_attempt="1"),
+        annotations=annotations(run_seconds="1", termination_message='{"accuracy": 0.5}'),
+        worker_annotations=annotations(run_seconds="1", fail_until_attempt="1"),
         max_restarts=2,
     )
     task = launch_jobset(
@@ -176,7 +142,7 @@ def test_restart_then_success(
     assert task.outputs["restarts"] == 1
     assert task.outputs["metrics"].metadata["restarts"] == 1.0
     assert task.outputs["result"] == {"accuracy": 0.5}
-    assert _status(_only_run(devcluster, cluster_namespace, backend), backend)["restarts"] == 1
+    assert run_status(only_run(devcluster, cluster_namespace, backend), backend)["restarts"] == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -187,7 +153,7 @@ def test_timeout_fails_and_deletes(
     cluster_namespace: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    jobset = make_jobset(annotations=_annotations(never_finish="true"))
+    jobset = make_jobset(annotations=annotations(never_finish="true"))
     with pytest.raises(RuntimeError, match="FAILURE"):
         launch_jobset(
             jobset=yaml.safe_dump(jobset),
@@ -196,7 +162,7 @@ def test_timeout_fails_and_deletes(
             timeout_seconds=3,
         )
     assert "WaitTimeout" in capsys.readouterr().out
-    devcluster.wait_for(lambda: _gone(devcluster, cluster_namespace, backend), 60, desc="deletion")
+    devcluster.wait_for(lambda: gone(devcluster, cluster_namespace, backend), 60, desc="deletion")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -210,8 +176,8 @@ def test_retried_step_reattaches(
     """First attempt gives up (timeout, policy ``never`` keeps the JobSet); the retry adopts."""
     jobset = yaml.safe_dump(
         make_jobset(
-            annotations=_annotations(run_seconds="9", termination_message='{"accuracy": 0.7}'),
-            worker_annotations=_annotations(run_seconds="1"),
+            annotations=annotations(run_seconds="9", termination_message='{"accuracy": 0.7}'),
+            worker_annotations=annotations(run_seconds="1"),
         )
     )
 
@@ -234,8 +200,8 @@ def test_retried_step_reattaches(
     assert printed.count(" created; uid ") == 1
     assert "adopted (an earlier attempt created it)" in printed
     assert "WaitTimeout" in printed  # the first attempt did give up
-    run = _only_run(devcluster, cluster_namespace, backend)
-    assert _status(run, backend)["terminalState"] == "Completed"
+    run = only_run(devcluster, cluster_namespace, backend)
+    assert run_status(run, backend)["terminalState"] == "Completed"
 
 
 _SIGTERM_HELPER = textwrap.dedent(
@@ -273,7 +239,7 @@ def test_sigterm_deletes_the_jobset(
 ) -> None:
     """SIGTERM to the step's process group (what Argo does on terminate) deletes the JobSet."""
     path = tmp_path / "jobset.yaml"
-    path.write_text(yaml.safe_dump(make_jobset(annotations=_annotations(never_finish="true"))))
+    path.write_text(yaml.safe_dump(make_jobset(annotations=annotations(never_finish="true"))))
     run_id = uuid.uuid4().hex
     args = [str(tmp_path / "root"), str(path), cluster_namespace, backend, run_id]
     log = (tmp_path / "helper.log").open("wb")
@@ -288,9 +254,9 @@ def test_sigterm_deletes_the_jobset(
     helper_process.append(proc)
 
     def running() -> bool:
-        runs = _runs(devcluster, cluster_namespace, backend)
+        found = runs(devcluster, cluster_namespace, backend)
         pods = devcluster.core.list_namespaced_pod(cluster_namespace).items
-        return bool(runs) and any(p.status.phase == "Running" for p in pods)
+        return bool(found) and any(p.status.phase == "Running" for p in pods)
 
     devcluster.wait_for(running, 180, desc="the JobSet's pods to run")
     os.killpg(proc.pid, signal.SIGTERM)
@@ -298,14 +264,14 @@ def test_sigterm_deletes_the_jobset(
     devcluster.wait_for(
         lambda: all(
             r["metadata"].get("deletionTimestamp")
-            for r in _runs(devcluster, cluster_namespace, backend)
+            for r in runs(devcluster, cluster_namespace, backend)
         ),
         10,
         interval=0.1,
         desc="the DELETE sent on SIGTERM",
     )
     assert time.monotonic() - started < 10
-    devcluster.wait_for(lambda: _gone(devcluster, cluster_namespace, backend), 60, desc="deletion")
+    devcluster.wait_for(lambda: gone(devcluster, cluster_namespace, backend), 60, desc="deletion")
     proc.wait(30)
     assert proc.returncode != 0
 
@@ -313,7 +279,7 @@ def test_sigterm_deletes_the_jobset(
 def test_cleanup_deletes_every_run_of_the_pipeline_run(
     kfp_local: Path, devcluster: Any, cluster_namespace: str
 ) -> None:
-    jobset = yaml.safe_dump(make_jobset(annotations=_annotations(never_finish="true")))
+    jobset = yaml.safe_dump(make_jobset(annotations=annotations(never_finish="true")))
     ours, other = uuid.uuid4().hex, uuid.uuid4().hex
     launches = [
         (ours, "train", "controller"),
@@ -331,17 +297,17 @@ def test_cleanup_deletes_every_run_of_the_pipeline_run(
                 run_id=run_id,
                 task_name=task_name,
             )
-    assert len(_runs(devcluster, cluster_namespace, "controller")) == 2
-    assert len(_runs(devcluster, cluster_namespace, "native")) == 1
+    assert len(runs(devcluster, cluster_namespace, "controller")) == 2
+    assert len(runs(devcluster, cluster_namespace, "native")) == 1
 
     task = cleanup_jobsets(namespace=cluster_namespace, run_id=ours)
 
     assert task.output == 2
 
     def only_other_left() -> bool:
-        jobsets = _runs(devcluster, cluster_namespace, "controller")
+        jobsets = runs(devcluster, cluster_namespace, "controller")
         live = [j for j in jobsets if not j["metadata"].get("deletionTimestamp")]
-        anchors = _runs(devcluster, cluster_namespace, "native")
+        anchors = runs(devcluster, cluster_namespace, "native")
         return not anchors and len(live) == 1 and live[0]["metadata"]["labels"][RUN_LABEL] == other
 
     devcluster.wait_for(only_other_left, 60, desc="only the other run's JobSet")
@@ -363,7 +329,7 @@ _TASK_CONFIG = {
 def test_task_config_reaches_the_pods(
     backend: str, devcluster: Any, cluster_namespace: str
 ) -> None:
-    jobset = make_jobset(annotations=_annotations(never_finish="true"))
+    jobset = make_jobset(annotations=annotations(never_finish="true"))
     with pytest.raises(RuntimeError, match="FAILURE"):  # gives up after 3 s, keeps the pods
         launch_jobset(
             jobset=yaml.safe_dump(jobset),
@@ -413,7 +379,7 @@ def test_checked_in_yaml_component_runs(devcluster: Any, cluster_namespace: str)
     launch = components.load_component_from_file(
         str(ROOT / "kfp_components" / "launch_jobset.yaml")
     )
-    jobset = make_jobset(annotations=_annotations(termination_message='{"loss": 0.1}'))
+    jobset = make_jobset(annotations=annotations(termination_message='{"loss": 0.1}'))
     task = launch(
         jobset_dict=jobset,
         namespace=cluster_namespace,
@@ -425,5 +391,5 @@ def test_checked_in_yaml_component_runs(devcluster: Any, cluster_namespace: str)
     )
     assert task.outputs["terminal_state"] == "Completed"
     assert task.outputs["result"] == {"loss": 0.1}
-    run = _only_run(devcluster, cluster_namespace, "controller")
+    run = only_run(devcluster, cluster_namespace, "controller")
     assert not any("{{" in v for v in run["metadata"]["labels"].values())

@@ -15,31 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.kfp._cluster import ACCOUNT, ROOT, bind
 from tests.kfp.conftest import make_jobset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kfp]
 
-ROOT = Path(__file__).resolve().parents[2]
-RBAC = ROOT / "kfp_components" / "rbac"
-ACCOUNT = "pipeline-runner"
-
-
-def _bind(devcluster: Any, namespace: str, role_file: str) -> None:
-    from kubernetes import client
-
-    rbac = client.RbacAuthorizationV1Api(devcluster.api_client())
-    for document in yaml.safe_load_all((RBAC / role_file).read_text(encoding="utf-8")):
-        document["metadata"]["namespace"] = namespace
-        if document["kind"] == "Role":
-            rbac.create_namespaced_role(namespace, document)
-        else:
-            assert document["subjects"][0]["name"] == ACCOUNT
-            document["subjects"][0]["namespace"] = namespace
-            rbac.create_namespaced_role_binding(namespace, document)
-
 
 def _kubeconfig_as_account(devcluster: Any, namespace: str, tmp_path: Path) -> Path:
-    devcluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": ACCOUNT}})
     request = {"spec": {"expirationSeconds": 3600}}
     token = devcluster.core.create_namespaced_service_account_token(ACCOUNT, namespace, request)
     admin = yaml.safe_load(devcluster.kubeconfig.read_text(encoding="utf-8"))
@@ -85,7 +67,7 @@ def _launcher(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_launch_and_cleanup_with_only_the_shipped_role(
     backend: str, role_file: str, devcluster: Any, cluster_namespace: str, tmp_path: Path
 ) -> None:
-    _bind(devcluster, cluster_namespace, role_file)
+    bind(devcluster, cluster_namespace, role_file)
     kubeconfig = _kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
     annotations = {"devcluster/run-seconds": "1", "devcluster/termination-message": '{"ok": 1}'}
     jobset = tmp_path / "jobset.yaml"
@@ -127,7 +109,7 @@ def test_native_backend_needs_more_than_the_controller_role(
     devcluster: Any, cluster_namespace: str, tmp_path: Path
 ) -> None:
     """The account is really limited: the controller Role cannot create Jobs."""
-    _bind(devcluster, cluster_namespace, "jobset-launcher-controller.yaml")
+    bind(devcluster, cluster_namespace, "jobset-launcher-controller.yaml")
     kubeconfig = _kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
     jobset = tmp_path / "jobset.yaml"
     jobset.write_text(yaml.safe_dump(make_jobset()), encoding="utf-8")

@@ -11,7 +11,12 @@ imports the archives into the node's containerd; nothing is ever pulled.
 * ``devcluster.local/shell:1``: busybox (``busybox-static``): ``sh``, ``sleep``, ``nc``, ...;
 * ``devcluster.local/python-jax:1``: Debian's Python 3, the lock ``images/python.txt`` (JAX
   for CPU, the launcher's dependencies) and ``examples/workloads/*.py`` in
-  ``/opt/jobset-examples``.
+  ``/opt/jobset-examples``;
+* ``devcluster.local/kfp-launcher:1``: the KFP components' launcher image, as
+  ``kfp_components/Dockerfile`` makes it: the same Debian Python (the python-jax image's base
+  layer, stored once), the KFP SDK and the core's dependencies at the versions of the KFP
+  side's lock (``requirements/kfp.txt``), and this repository's ``jobset_core`` and
+  ``kfp_components``, in ``/opt/kfp-launcher/site`` (first on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
@@ -37,14 +42,28 @@ IMAGE_RECIPE = "2"
 PAUSE_REF = "devcluster.local/pause:1"
 SHELL_REF = "devcluster.local/shell:1"
 PYTHON_REF = "devcluster.local/python-jax:1"
+LAUNCHER_REF = "devcluster.local/kfp-launcher:1"
 #: File times in every layer are clamped to this (the images do not depend on the date).
 EPOCH = 0
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 PY_LOCK = HERE / "images" / "python.txt"
+KFP_LOCK = REPO / "requirements" / "kfp.txt"
+#: The packages of the launcher image, copied from the repository.
+LAUNCHER_PACKAGES = ("jobset_core", "kfp_components")
+LAUNCHER_SITE = "/opt/kfp-launcher/site"
 WORKLOADS = REPO / "examples" / "workloads"
 WORKLOADS_IN_IMAGE = "/opt/jobset-examples"
-#: Debian packages of the Python image (versions: the machine's Debian release).
-PYTHON_PACKAGES = ["python3-minimal", "libpython3-stdlib", "libstdc++6", "dash", "busybox-static"]
+#: Debian packages of the Python image (versions: the machine's Debian release). ``tini``
+#: (``-g``) stands in for Argo's emissary as a KFP step's PID 1: it runs the step's command
+#: in its own process group and forwards the kubelet's signals to that group.
+PYTHON_PACKAGES = [
+    "python3-minimal",
+    "libpython3-stdlib",
+    "libstdc++6",
+    "dash",
+    "busybox-static",
+    "tini",
+]
 SHELL_PACKAGES = ["busybox-static"]
 #: Wheels are chosen for this glibc floor (manylinux_2_28 runs on Debian >= 10).
 WHEEL_PLATFORM = "x86_64-manylinux_2_28"
@@ -99,6 +118,25 @@ def workload_files() -> list[Path]:
     return sorted(p for p in WORKLOADS.glob("*.py") if p.is_file())
 
 
+def launcher_files() -> list[Path]:
+    """The files of the packages the launcher image carries (no byte code)."""
+    return sorted(
+        p
+        for name in LAUNCHER_PACKAGES
+        for p in (REPO / name).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+
+
+def launcher_requirements() -> list[str]:
+    """What the launcher image installs from PyPI: the core's dependencies and the ``kfp``
+    extra, as ``pyproject.toml`` declares them (their versions come from the KFP lock)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["kfp"]]
+
+
 # --------------------------------------------------------------------------------------
 # keys
 # --------------------------------------------------------------------------------------
@@ -108,11 +146,15 @@ def keys(node_bin: Path) -> dict[str, str]:
     suite = debian_suite()
     base = _sha(IMAGE_RECIPE, "python-base", suite, *PYTHON_PACKAGES, PY_LOCK.read_bytes())
     work = _sha(*(f"{p.name}:{_file_sha(p)}" for p in workload_files()))
+    kfp = _sha(IMAGE_RECIPE, "kfp-deps", base, KFP_LOCK.read_bytes(), *launcher_requirements())
+    ours = _sha(*(f"{p.relative_to(REPO)}:{_file_sha(p)}" for p in launcher_files()))
     return {
         "pause": _sha(IMAGE_RECIPE, "pause", _file_sha(node_bin / "pause")),
         "shell": _sha(IMAGE_RECIPE, "shell", suite, *SHELL_PACKAGES),
         "python-base": base,
         "python": _sha(IMAGE_RECIPE, "python", base, work),
+        "kfp-deps": kfp,
+        "launcher": _sha(IMAGE_RECIPE, "launcher", kfp, ours),
     }
 
 
@@ -135,11 +177,14 @@ def _record(name: str, key: str) -> dict:
     }
 
 
+IMAGE_NAMES = ("pause", "shell", "python", "launcher")
+
+
 def cached_images(node_bin: Path) -> dict[str, dict] | None:
     """The archives of the current keys, or None when one is missing."""
     k = keys(node_bin)
     out = {}
-    for name in ("pause", "shell", "python"):
+    for name in IMAGE_NAMES:
         if not _cached(name, k[name]):
             return None
         out[name] = _record(name, k[name])
@@ -165,6 +210,7 @@ def build(node_bin: Path, quiet: bool = False) -> dict[str, dict]:
             ("pause", PAUSE_REF, lambda work: _pause_layers(node_bin, work)),
             ("shell", SHELL_REF, _shell_layers),
             ("python", PYTHON_REF, lambda work: _python_layers(k["python-base"], work)),
+            ("launcher", LAUNCHER_REF, lambda work: _launcher_layers(k, work)),
         ]
         for name, ref, layers_fn in steps:
             if _cached(name, k[name]):
@@ -319,7 +365,8 @@ def _shell_layers(work: Path):
     return [layer], config, {"debian_packages": debs}
 
 
-def _python_layers(base_key: str, work: Path):
+def _base_layer(base_key: str) -> tuple[ociarchive.Layer, dict]:
+    """The Python images' shared base layer (built once), and what its manifest says."""
     base = _cached("python-base", base_key, "layer.tar")
     if base is None:
         base = _python_base(base_key)
@@ -327,6 +374,11 @@ def _python_layers(base_key: str, work: Path):
     base_layer = ociarchive.Layer(
         base / "layer.tar", base_info["digest"], base_info["size"], base_info["comment"]
     )
+    return base_layer, base_info
+
+
+def _python_layers(base_key: str, work: Path):
+    base_layer, base_info = _base_layer(base_key)
     rootfs = work / "rootfs"
     target = rootfs / WORKLOADS_IN_IMAGE.lstrip("/")
     target.mkdir(parents=True)
@@ -345,6 +397,102 @@ def _python_layers(base_key: str, work: Path):
     }
     extra = {k: base_info[k] for k in ("debian_packages", "python", "pypi_lock_sha256")}
     return [base_layer, programs], config, extra
+
+
+def _launcher_layers(k: dict[str, str], work: Path):
+    """The KFP launcher image: the base layer, the KFP lock's packages (their own cached
+    layer), and this repository's packages (a small layer, rebuilt when they change)."""
+    base_layer, base_info = _base_layer(k["python-base"])
+    deps = _cached("kfp-deps", k["kfp-deps"], "layer.tar")
+    if deps is None:
+        deps = _kfp_deps(k["kfp-deps"], base_info["python"])
+    deps_info = json.loads((deps / "manifest.json").read_text())
+    deps_layer = ociarchive.Layer(
+        deps / "layer.tar", deps_info["digest"], deps_info["size"], deps_info["comment"]
+    )
+    rootfs = work / "rootfs"
+    site = rootfs / LAUNCHER_SITE.lstrip("/")
+    for f in launcher_files():
+        target = site / f.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, target)
+        os.chmod(target, 0o644)
+    for d in sorted({p for p in site.rglob("*") if p.is_dir()} | {site, *site.parents}):
+        if d.is_relative_to(rootfs) and d != rootfs:
+            os.chmod(d, 0o755)
+    ours = _layer(rootfs, work / "launcher.tar", "launcher: " + ", ".join(LAUNCHER_PACKAGES))
+    config = {
+        "Cmd": ["python3", "-m", "kfp_components.launcher"],
+        "Env": [
+            PATH_ENV,
+            f"PYTHONPATH={LAUNCHER_SITE}",
+            "PYTHONUNBUFFERED=1",
+            "PYTHONDONTWRITEBYTECODE=1",
+            "LANG=C.UTF-8",
+        ],
+        "WorkingDir": "/",
+        "User": "65534",
+    }
+    extra = {"python": base_info["python"], "kfp_lock_sha256": _file_sha(KFP_LOCK)}
+    return [base_layer, deps_layer, ours], config, extra
+
+
+def _kfp_deps(key: str, py: str) -> Path:
+    """The launcher image's PyPI layer: the KFP SDK and the core's dependencies, resolved with
+    the KFP side's lock as constraints (so at its versions), in the launcher's site folder."""
+    t = time.monotonic()
+    final = images_root() / f"kfp-deps-{key}"
+    work = images_root() / f"kfp-deps-{key}.partial-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    log(f"    KFP layer (cache key {key})")
+    try:
+        rootfs = work / "rootfs"
+        site = rootfs / LAUNCHER_SITE.lstrip("/")
+        site.mkdir(parents=True)
+        _run(
+            [
+                _uv(),
+                "pip",
+                "install",
+                "--quiet",
+                "--target",
+                str(site),
+                "--python-version",
+                py.removeprefix("python"),
+                "--python-platform",
+                WHEEL_PLATFORM,
+                "--constraint",
+                str(KFP_LOCK),
+                "--no-compile",
+                "--link-mode=copy",
+                *launcher_requirements(),
+            ],
+            "uv pip install (launcher image)",
+            work / "build.log",
+            env=dict(os.environ, UV_CACHE_DIR=str(cache_root().parent / "uv-cache")),
+        )
+        shutil.rmtree(site / "bin", ignore_errors=True)
+        for d in [site, *site.parents]:
+            if d == rootfs:
+                break
+            os.chmod(d, 0o755)
+        comment = f"kfp: PyPI {', '.join(launcher_requirements())} under {KFP_LOCK.name}"
+        layer = _layer(rootfs, work / "layer.tar", comment)
+        meta = {
+            "digest": layer.digest,
+            "size": layer.size,
+            "comment": comment,
+            "build_seconds": round(time.monotonic() - t, 1),
+        }
+        shutil.rmtree(rootfs)
+        (work / "manifest.json").write_text(json.dumps(meta, indent=2))
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"    KFP layer: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
+    return final
 
 
 def _python_base(key: str) -> Path:

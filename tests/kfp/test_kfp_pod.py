@@ -1,0 +1,302 @@
+"""The KFP components in real pods, as the KFP backend runs them, on the devcluster's real node.
+
+What a KFP (v2, Argo) step's pod is made of, from the KFP backend's code (``kubeflow/pipelines``,
+read at 7b70c7b, 2026-08-21), and how these pods stand in for it:
+
+* **The command and arguments** are the compiled component's own
+  (``deploymentSpec.executors.<exec>.container`` of ``launch_jobset.yaml``), with ``{{$}}``
+  replaced by the executor input, as the driver does once per task
+  (``backend/src/v2/driver/driver.go``, ``initPodSpecPatch``: ``resolveContainerArgs``).
+* **The identity inputs** are resolved by that same driver run
+  (``backend/src/v2/driver/resolve.go``): ``{{$.pipeline_job_uuid}}`` is the run's ID,
+  ``{{$.pipeline_task_name}}`` the task's name, ``{{$.pipeline_task_uuid}}`` the ID of the
+  DAG execution the task runs in.
+* **A retry** (``set_retry``) is Argo's ``retryStrategy`` on the executor template
+  (``backend/src/v2/compiler/argocompiler/container.go``, ``addContainerExecutorTemplate``): the
+  driver is not run again, so a retried pod has the same command, arguments and executor input;
+  only the pod (its name and UID, ``KFP_POD_NAME`` / ``KFP_POD_UID``) and ``KFP_RETRY_INDEX``
+  change. So do these pods.
+* **PID 1** is Argo's emissary, which starts the command in its own process group and sends
+  the signals it gets to that group (``argo-workflows``: ``cmd/argoexec/commands/emissary.go``,
+  ``workflow/executor/osspecific``). Here it is Debian's ``tini -g``, which does the same, but
+  reaps its child at once where the emissary looks once a second: on a SIGTERM, KFP's launcher
+  binary (the emissary's child) dies at once, and the step's Python process is killed with the
+  pod's other processes up to a second later. The launcher's DELETE on SIGTERM is therefore a
+  best effort in KFP (see docs/kfp.md), tested outside a pod
+  (``test_kfp_cluster.py::test_sigterm_deletes_the_jobset``); ``cleanup_jobsets`` in an exit
+  handler is what removes a stopped run's JobSet, tested here.
+* **Credentials** are the pod's own: the ``pipeline-runner`` service account's token, in-cluster
+  configuration at the ``kubernetes`` Service, and nothing but the shipped Roles
+  (``kfp_components/rbac/``). Not run: the KFP launcher binary in front of the command (it
+  records the execution in ML Metadata and uploads the outputs; no KFP API server or ML Metadata
+  here), so the step's outputs are read from ``output_metadata.json`` through the container's
+  termination message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cluster.localcluster.node_host import cgroup_mounts
+from tests.kfp._cluster import ROOT, annotations, bind, only_run, run_status, runs
+from tests.kfp.conftest import make_jobset
+
+pytestmark = [pytest.mark.cluster, pytest.mark.kfp, pytest.mark.realnode]
+
+LAUNCHER_IMAGE = "devcluster.local/kfp-launcher:1"
+ROLES = {"controller": "jobset-launcher-controller.yaml", "native": "jobset-launcher-native.yaml"}
+#: Where the SDK's executor writes the step's outputs, read back as the termination message.
+OUTPUT_METADATA = "/tmp/kfp_outputs/output_metadata.json"
+
+
+def _component(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A compiled component's container and its component spec."""
+    compiled = yaml.safe_load((ROOT / "kfp_components" / f"{name}.yaml").read_text())
+    spec = compiled["components"][f"comp-{name.replace('_', '-')}"]
+    return compiled["deploymentSpec"]["executors"][spec["executorLabel"]]["container"], spec
+
+
+def executor_input(
+    component: str, parameters: dict[str, Any], *, run_id: str, task: str, execution: int
+) -> dict[str, Any]:
+    """The executor input the driver gives a task: its parameters, and where to write each
+    output (parameters to files, artifacts to the scratch volume their URI maps to)."""
+    _, spec = _component(component)
+    outputs = spec.get("outputDefinitions") or {}
+    artifacts = {
+        name: {
+            "artifacts": [
+                {
+                    "name": name,
+                    "type": dict(definition["artifactType"]),
+                    "uri": f"minio://mlpipeline/v2/artifacts/{run_id}/{task}/{execution}/{name}",
+                    "metadata": {},
+                }
+            ]
+        }
+        for name, definition in (outputs.get("artifacts") or {}).items()
+    }
+    return {
+        "inputs": {"parameterValues": parameters},
+        "outputs": {
+            "parameters": {
+                name: {"outputFile": f"/tmp/outputs/{name}/data"}
+                for name in outputs.get("parameters") or {}
+            },
+            "artifacts": artifacts,
+            "outputFile": OUTPUT_METADATA,
+        },
+    }
+
+
+def step_pod(
+    component: str, inputs: dict[str, Any], name: str, real_node: Any, retry_index: int
+) -> dict[str, Any]:
+    """The pod of one attempt of a step, as the KFP backend makes it (see the module)."""
+    container, _ = _component(component)
+    resolved = json.dumps(inputs)
+    command = [part.replace("{{$}}", resolved) for part in container["command"]]
+    args = [part.replace("{{$}}", resolved) for part in container["args"]]
+    env = [
+        {"name": "KFP_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "KFP_POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+        {"name": "KFP_RETRY_INDEX", "value": str(retry_index)},
+    ]
+    restricted = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    spec = {
+        "serviceAccountName": "pipeline-runner",
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": {"runAsUser": 65534, "runAsGroup": 65534},
+        "containers": [
+            {
+                "name": "main",
+                "image": LAUNCHER_IMAGE,
+                "imagePullPolicy": "Never",
+                "command": ["tini", "-g", "--", *command],
+                "args": args,
+                "env": env,
+                "securityContext": restricted,
+                "terminationMessagePath": OUTPUT_METADATA,
+                "volumeMounts": [{"name": "minio-scratch", "mountPath": "/minio"}],
+            }
+        ],
+        "volumes": [{"name": "minio-scratch", "emptyDir": {}}],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": real_node.place(spec),
+    }
+
+
+class Step:
+    """One KFP task of a pipeline run: the driver's resolved inputs, and its attempts' pods."""
+
+    def __init__(
+        self, devcluster: Any, namespace: str, real_node: Any, component: str, **parameters: Any
+    ) -> None:
+        self.devcluster, self.namespace, self.real_node = devcluster, namespace, real_node
+        self.component = component
+        self.run_id = str(uuid.uuid4())
+        self.task = component.replace("_", "-")
+        self.run_id = parameters.setdefault("run_id", self.run_id)
+        if component == "launch_jobset":
+            self.task = parameters.setdefault("task_name", self.task)
+            parameters.setdefault("task_id", "17")
+        self.inputs = executor_input(
+            component, parameters, run_id=self.run_id, task=self.task, execution=23
+        )
+        self.attempts: list[str] = []
+
+    def attempt(self) -> str:
+        """Start the next attempt (a retry: the same inputs in a new pod); its pod's name."""
+        index = len(self.attempts)
+        name = f"{self.task}-{self.run_id[:8]}-{index}"
+        body = step_pod(self.component, self.inputs, name, self.real_node, index)
+        self.devcluster.core.create_namespaced_pod(self.namespace, body)
+        self.attempts.append(name)
+        return name
+
+    def pod(self, name: str) -> Any:
+        return self.devcluster.core.read_namespaced_pod(name, self.namespace)
+
+    def ended(self, name: str, timeout: float) -> Any:
+        """The pod's container state once it terminated."""
+
+        def terminated() -> Any:
+            statuses = self.pod(name).status.container_statuses or []
+            return statuses and statuses[0].state.terminated
+
+        return self.devcluster.wait_for(terminated, timeout, desc=f"pod {name} to end")
+
+    def outputs(self, name: str, timeout: float = 120) -> dict[str, Any]:
+        state = self.ended(name, timeout)
+        log = self.log(name)
+        assert state.exit_code == 0, f"exit {state.exit_code} ({state.reason}):\n{log}"
+        return dict(json.loads(state.message)["parameterValues"])
+
+    def log(self, name: str) -> str:
+        return str(self.devcluster.core.read_namespaced_pod_log(name, self.namespace))
+
+
+def pod_processes(record: dict[str, Any], uid: str) -> set[int]:
+    """The processes of a pod on the real node (its cgroups below the node's own)."""
+    marks = (f"pod{uid}", f"pod{uid.replace('-', '_')}")
+    pids: set[int] = set()
+    for mount in cgroup_mounts():
+        for dirpath, _, files in os.walk(mount / record["cgroup"]):
+            if "cgroup.procs" in files and any(m in dirpath for m in marks):
+                pids.update(int(p) for p in Path(dirpath, "cgroup.procs").read_text().split())
+    return pids
+
+
+@pytest.fixture
+def launch(devcluster: Any, cluster_namespace: str, real_node: Any) -> Any:
+    def make(backend: str, jobset: dict[str, Any], **parameters: Any) -> Step:
+        bind(devcluster, cluster_namespace, ROLES[backend])
+        return Step(
+            devcluster,
+            cluster_namespace,
+            real_node,
+            "launch_jobset",
+            jobset=yaml.safe_dump(jobset),
+            backend=backend,
+            **parameters,
+        )
+
+    return make
+
+
+@pytest.mark.parametrize("backend", ["controller", "native"])
+def test_a_retry_after_a_killed_pod_reattaches(
+    backend: str, launch: Any, devcluster: Any, cluster_namespace: str, real_node: Any
+) -> None:
+    """The first attempt's pod dies as a node kills it (SIGKILL to every process, no time to
+    clean up); the retry, with the identity KFP gives it, adopts the same JobSet (same UID, no
+    second one) and reports its result. An identity drawn per attempt or per pod (a random
+    ID, ``KFP_POD_NAME``, the retry index) would make a second JobSet here."""
+    jobset = make_jobset(
+        annotations=annotations(run_seconds="25", termination_message='{"accuracy": 0.9}'),
+        worker_annotations=annotations(run_seconds="2"),
+    )
+    step = launch(backend, jobset, delete_policy="on_timeout", follow_logs=True)
+    first = step.attempt()
+
+    def running() -> dict[str, Any] | None:
+        found = runs(devcluster, cluster_namespace, backend)
+        ready = found and run_status(found[0], backend).get("replicatedJobsStatus")
+        return found[0] if ready else None
+
+    created = devcluster.wait_for(running, 120, desc="the first attempt's JobSet to run")
+    uid = created["metadata"]["uid"]
+    pod_uid = step.pod(first).metadata.uid
+    pids = pod_processes(real_node.record, pod_uid)
+    assert pids, f"no processes of pod {first} found below /{real_node.record['cgroup']}"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    killed = step.ended(first, 60)
+    assert killed.exit_code == 137, (killed.exit_code, killed.reason)
+    assert only_run(devcluster, cluster_namespace, backend)["metadata"]["uid"] == uid
+
+    second = step.attempt()
+    outputs = step.outputs(second, timeout=180)
+    log = step.log(second)
+    assert "adopted (an earlier attempt created it)" in log, log
+    assert outputs["jobset_uid"] == uid
+    assert outputs["terminal_state"] == "Completed"
+    assert outputs["result"] == {"accuracy": 0.9}
+    assert outputs["backend"] == backend
+    run = only_run(devcluster, cluster_namespace, backend)  # still one, never a second
+    assert run["metadata"]["uid"] == uid
+    labels = run["metadata"]["labels"]
+    assert labels["jobset-core/kfp-run-id"] == step.run_id
+    assert labels["jobset-core/kfp-task-name"] == step.task
+    assert labels["jobset-core/kfp-task-id"] == "17"
+
+
+def test_the_exit_handler_removes_what_the_run_left(
+    launch: Any, devcluster: Any, cluster_namespace: str, real_node: Any
+) -> None:
+    """``cleanup_jobsets`` in a pod of its own (an exit handler's) deletes the runs of its
+    pipeline run on both backends, and nothing of another run."""
+    never = make_jobset(annotations=annotations(never_finish="true"))
+    run_id = str(uuid.uuid4())
+    ours = [
+        launch("controller", never, run_id=run_id, task_name="train"),
+        launch("native", never, run_id=run_id, task_name="train-native"),
+    ]
+    other = launch("controller", never)
+    for step in [*ours, other]:
+        step.attempt()
+
+    def launched() -> bool:
+        jobsets = runs(devcluster, cluster_namespace, "controller")
+        return len(jobsets) == 2 and bool(runs(devcluster, cluster_namespace, "native"))
+
+    devcluster.wait_for(launched, 120, desc="three runs")
+    cleanup = Step(devcluster, cluster_namespace, real_node, "cleanup_jobsets", run_id=run_id)
+    outputs = cleanup.outputs(cleanup.attempt(), timeout=120)
+    assert outputs["Output"] == 2, cleanup.log(cleanup.attempts[0])
+
+    def only_the_other_left() -> bool:
+        left = runs(devcluster, cluster_namespace, "controller")
+        anchors = runs(devcluster, cluster_namespace, "native")
+        labels = [r["metadata"]["labels"]["jobset-core/kfp-run-id"] for r in left]
+        return not anchors and labels == [other.run_id]
+
+    devcluster.wait_for(only_the_other_left, 60, desc="the cleanup")
