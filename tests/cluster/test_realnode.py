@@ -29,19 +29,45 @@ import pytest
 
 from jobset_core import jax_multislice, labels, leader_workers, pytorch_ddp
 from jobset_core.models import JobSet
+from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.localcluster import auth as devcluster_auth
-from tests.cluster.pytest_devcluster import PYTHON_IMAGE, SHELL_IMAGE, DevCluster, RealNode
+from tests.cluster.pytest_devcluster import (
+    PYTHON_IMAGE,
+    SHELL_IMAGE,
+    SLICE_LABEL,
+    DevCluster,
+    RealNode,
+)
+from tests.core._exclusive import exclusivity_problems
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 BACKENDS = ["controller", "native"]
 
 
-def for_real_node(jobset: JobSet, *, volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JobSet as a mapping whose pods run on the real node, images never pulled."""
+def for_real_node(
+    jobset: JobSet,
+    *,
+    volumes: list[dict[str, Any]] | None = None,
+    exclusive: bool = True,
+) -> dict[str, Any]:
+    """The JobSet as a mapping whose pods run on the real node, images never pulled.
+
+    The real node is a single domain of every node label, so it holds one exclusive child Job
+    at a time (``alpha.jobset.sigs.k8s.io/exclusive-topology``: the anti-affinity keeps every
+    other Job's pods out of the domain). A JobSet of several exclusive child Jobs cannot run
+    there together: one Job's pods stay Pending ("didn't match pod anti-affinity rules") until
+    the other's end, and a collective program waits for them at its rendezvous until it times
+    out. ``exclusive=False`` drops the annotation of every replicated job that has it,
+    and fails if none has (the builder's placement is checked where it can hold, on the kwok
+    nodes, by the test that asks for this)."""
     body = jobset.to_dict()
+    dropped = 0
     for rjob in body["spec"]["replicatedJobs"]:
+        annotations = ((rjob["template"].get("metadata") or {}).get("annotations")) or {}
+        if not exclusive and annotations.pop(labels.EXCLUSIVE_TOPOLOGY, None) is not None:
+            dropped += 1
         pod = rjob["template"]["spec"]["template"]["spec"]
         RealNode.place(pod)
         pod["terminationGracePeriodSeconds"] = 1
@@ -53,6 +79,7 @@ def for_real_node(jobset: JobSet, *, volumes: list[dict[str, Any]] | None = None
                 ]
         if volumes:
             pod["volumes"] = volumes
+    assert exclusive or dropped, "exclusive=False, but no replicated job is exclusive"
     return body
 
 
@@ -284,6 +311,102 @@ def test_jax_processes_rendezvous_and_train_across_two_pods(
     _, line = run.first("rendezvous done")
     assert "2 processes" in line
     assert "joining the coordinator jax2-slice-0-0.jax2:1234" in run.text()
+
+
+def test_jax_multislice_two_slices_of_two_hosts_join_one_runtime_and_reduce(
+    devcluster: DevCluster, real_node: RealNode, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """``jax_multislice`` with 2 slices x 2 hosts: the builder's two child Jobs (one per slice)
+    run 4 real JAX processes that join one runtime through the coordinator's headless-Service
+    name, then gather and ``psum`` tokens that only each pod knows (from its own UID): a stand-in
+    that makes up its result from the environment, without talking to the others, fails.
+
+    The builder's exclusive placement (one slice per domain of ``devcluster/slice``) cannot
+    hold on the one real node (see :func:`for_real_node`): the processes run there without it,
+    and the same JobSet, placement kept, runs beside them on the kwok nodes (4 slice domains),
+    where each slice must get a domain of its own."""
+    js = jax_multislice(
+        "ms",
+        PYTHON_IMAGE,
+        ["python3", "/opt/jobset-examples/jax_multislice_check.py"],
+        slices=2,
+        hosts_per_slice=2,
+        topology_key=SLICE_LABEL,
+    )
+    placed = js.to_dict()
+    placed["metadata"]["name"] = "ms-placed"
+    pod_template = placed["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod_template["metadata"] = {"annotations": {"devcluster/finish-at": finish_at(12)}}
+    devcluster.create_jobset(cluster_namespace, placed)
+
+    body = for_real_node(js, exclusive=False)
+    pod_spec = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod_spec["containers"][0]["env"].append(
+        {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}
+    )
+    run = jobsetctl_run(devcluster, cluster_namespace, body, "controller", tmp_path)
+    assert run.code == 0, run.text()
+
+    pods = pods_of(devcluster, cluster_namespace, "ms")
+    assert len(pods) == 4 and {p.spec.node_name for p in pods} == {real_node.name}
+    # Where Kubernetes put each pod (its Job's index, its completion index), and what it saw.
+    seen: dict[tuple[int, int], dict[str, Any]] = {}
+    for pod in pods:
+        where = (
+            int(pod.metadata.labels[labels.JOB_INDEX]),
+            int(pod.metadata.annotations[labels.JOB_COMPLETION_INDEX]),
+        )
+        assert pod.metadata.labels["job-name"] == f"ms-slice-{where[0]}"
+        terminated = pod.status.container_statuses[0].state.terminated
+        assert terminated.exit_code == 0, run.text()
+        seen[where] = {**json.loads(terminated.message), "pod": pod}
+    assert sorted(seen) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    coordinator_ip = seen[0, 0]["pod"].status.pod_ip
+    tokens: dict[int, tuple[int, int, int]] = {}
+    for (slice_id, host_id), report in seen.items():
+        env = report["env"]
+        # all 4 joined, each with its own index: slice * hosts + host
+        assert (report["process_count"], report["device_count"]) == (4, 4), report
+        assert report["process_index"] == slice_id * 2 + host_id == int(env["JAX_PROCESS_ID"])
+        # the slice it was told: the same for a slice's two hosts, 0 and 1 across the slices
+        assert env["SLICE_ID"] == env["MEGASCALE_SLICE_ID"] == str(slice_id), report
+        assert (env["HOST_ID"], env["NUM_SLICES"], env["MEGASCALE_NUM_SLICES"]) == (
+            str(host_id),
+            "2",
+            "2",
+        )
+        # the coordinator by its DNS name under the headless Service, resolved to pod 0's IP
+        assert env["JAX_COORDINATOR_ADDRESS"] == "ms-slice-0-0.ms:1234"
+        assert report["coordinator_ip"] == coordinator_ip
+        assert report["hostname"] == f"ms-slice-{slice_id}-{host_id}"
+        # its token: from its own UID, which no other pod knows
+        assert env["POD_UID"] == report["pod"].metadata.uid
+        assert report["token"] == uid_token(env["POD_UID"])
+        tokens[report["process_index"]] = (slice_id, host_id, report["token"])
+    # the collectives: every process holds every process's token, and the sums
+    table = [[index, *tokens[index]] for index in range(4)]
+    total = sum(token for _, _, token in tokens.values())
+    for (slice_id, _), report in seen.items():
+        assert report["gathered"] == table
+        assert report["total"] == total
+        assert report["slice_total"] == sum(t for s, _, t in tokens.values() if s == slice_id)
+    _, line = run.first("rendezvous done")  # the coordinator's log, followed live
+    assert "4 processes, 4 devices" in line
+
+    # The placement the real node could not give: each slice alone in a domain of its own.
+    devcluster.wait_jobset_terminal(cluster_namespace, "ms-placed", timeout=180)
+    domains = {
+        n: lb[SLICE_LABEL] for n, lb in devcluster.node_labels().items() if SLICE_LABEL in lb
+    }
+    twins = pods_of(devcluster, cluster_namespace, "ms-placed")
+    assert {p.spec.node_name for p in twins} <= set(domains)
+    assert len({p.metadata.labels["job-name"] for p in twins}) == 2 and len(twins) == 4
+    assert not exclusivity_problems(twins, domains, lambda p: p.metadata.labels["job-name"])
+
+
+def uid_token(uid: str) -> int:
+    """The token ``jax_multislice_check.py`` takes from a pod's UID (``POD_UID``)."""
+    return int(uid.replace("-", "")[:6], 16) + 1
 
 
 def test_pytorch_ddp_environment_contract(
