@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.kfp.test_kfp_rbac import _bind, _kubeconfig_as_account
+from tests.kfp._cluster import bind, kubeconfig_as_account
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 
@@ -37,8 +37,8 @@ def test_an_operator_try_needs_only_the_shipped_role(  # noqa: PLR0917
     cluster_namespace: str,
     tmp_path: Path,
 ) -> None:
-    _bind(devcluster, cluster_namespace, role_file)
-    kubeconfig = _kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
+    bind(devcluster, cluster_namespace, role_file)
+    kubeconfig = kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
     spec = {
         "namespace": cluster_namespace,
         "backend": backend,

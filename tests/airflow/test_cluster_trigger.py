@@ -172,7 +172,7 @@ async def test_triggers_in_more_namespaces_than_connections_all_fire(
     import json
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.kfp.test_kfp_rbac import _kubeconfig_as_account
+    from tests.kfp._cluster import kubeconfig_as_account
 
     home = devcluster.create_namespace("wide-home")
     with ThreadPoolExecutor(8) as pool:
@@ -182,7 +182,7 @@ async def test_triggers_in_more_namespaces_than_connections_all_fire(
     try:
         for namespace in namespaces:
             _bind_across(devcluster, namespace, home)
-        kubeconfig = _kubeconfig_as_account(devcluster, home, tmp_path)
+        kubeconfig = kubeconfig_as_account(devcluster, home, tmp_path)
         conn = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
         monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(conn))
         names = [
@@ -254,7 +254,7 @@ def _bind_across(devcluster: Any, namespace: str, home: str) -> None:
     import yaml
     from kubernetes import client
 
-    from tests.kfp.test_kfp_rbac import RBAC
+    from tests.kfp._cluster import RBAC
 
     rbac = client.RbacAuthorizationV1Api(devcluster.api_client())
     text = (RBAC / "jobset-launcher-controller.yaml").read_text(encoding="utf-8")

@@ -49,14 +49,27 @@ def annotations(**values: str) -> dict[str, str]:
     return {f"devcluster/{key.replace('_', '-')}": value for key, value in values.items()}
 
 
+def _create_account(devcluster: Any, namespace: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        devcluster.core.create_namespaced_service_account(
+            namespace, {"metadata": {"name": ACCOUNT}}
+        )
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
 def bind(devcluster: Any, namespace: str, role_file: str) -> None:
     """``kfp_components/rbac/<role_file>`` in ``namespace``, bound to its ``pipeline-runner``
     as the file binds it (the account is created when missing)."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
+    _create_account(devcluster, namespace)
     rbac = client.RbacAuthorizationV1Api(devcluster.api_client())
-    creates = [(devcluster.core.create_namespaced_service_account, {"metadata": {"name": ACCOUNT}})]
+    creates = []
     for document in yaml.safe_load_all((RBAC / role_file).read_text(encoding="utf-8")):
         document["metadata"]["namespace"] = namespace
         if document["kind"] == "Role":
@@ -71,3 +84,29 @@ def bind(devcluster: Any, namespace: str, role_file: str) -> None:
         except ApiException as error:  # bound already (the same file twice)
             if error.status != 409:
                 raise
+
+
+def kubeconfig_as_account(devcluster: Any, namespace: str, tmp_path: Path) -> Path:
+    """A kubeconfig holding a token of the namespace's ``pipeline-runner`` (created when
+    missing; :func:`bind` gives it its Roles)."""
+    _create_account(devcluster, namespace)
+    request = {"spec": {"expirationSeconds": 3600}}
+    token = devcluster.core.create_namespaced_service_account_token(ACCOUNT, namespace, request)
+    admin = yaml.safe_load(devcluster.kubeconfig.read_text(encoding="utf-8"))
+    cluster = admin["clusters"][0]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": ACCOUNT, "user": {"token": token.status.token}}],
+        "contexts": [
+            {
+                "name": ACCOUNT,
+                "context": {"cluster": cluster["name"], "user": ACCOUNT, "namespace": namespace},
+            }
+        ],
+        "current-context": ACCOUNT,
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path

@@ -15,33 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.kfp._cluster import ACCOUNT, ROOT, bind
+from tests.kfp._cluster import ROOT, bind, kubeconfig_as_account
 from tests.kfp.conftest import make_jobset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kfp]
-
-
-def _kubeconfig_as_account(devcluster: Any, namespace: str, tmp_path: Path) -> Path:
-    request = {"spec": {"expirationSeconds": 3600}}
-    token = devcluster.core.create_namespaced_service_account_token(ACCOUNT, namespace, request)
-    admin = yaml.safe_load(devcluster.kubeconfig.read_text(encoding="utf-8"))
-    cluster = admin["clusters"][0]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster],
-        "users": [{"name": ACCOUNT, "user": {"token": token.status.token}}],
-        "contexts": [
-            {
-                "name": ACCOUNT,
-                "context": {"cluster": cluster["name"], "user": ACCOUNT, "namespace": namespace},
-            }
-        ],
-        "current-context": ACCOUNT,
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
 
 
 def _launcher(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +45,7 @@ def test_launch_and_cleanup_with_only_the_shipped_role(
     backend: str, role_file: str, devcluster: Any, cluster_namespace: str, tmp_path: Path
 ) -> None:
     bind(devcluster, cluster_namespace, role_file)
-    kubeconfig = _kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
+    kubeconfig = kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
     annotations = {"devcluster/run-seconds": "1", "devcluster/termination-message": '{"ok": 1}'}
     jobset = tmp_path / "jobset.yaml"
     jobset.write_text(yaml.safe_dump(make_jobset(annotations=annotations)), encoding="utf-8")
@@ -110,7 +87,7 @@ def test_native_backend_needs_more_than_the_controller_role(
 ) -> None:
     """The account is really limited: the controller Role cannot create Jobs."""
     bind(devcluster, cluster_namespace, "jobset-launcher-controller.yaml")
-    kubeconfig = _kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
+    kubeconfig = kubeconfig_as_account(devcluster, cluster_namespace, tmp_path)
     jobset = tmp_path / "jobset.yaml"
     jobset.write_text(yaml.safe_dump(make_jobset()), encoding="utf-8")
     done = _launcher(
