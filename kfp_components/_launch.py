@@ -10,6 +10,7 @@ codes.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +20,10 @@ from jobset_core.blocking import cancel_on_signals
 from jobset_core.errors import JobSetError
 from jobset_core.lifecycle import Handle, Reporter, RunRequest, Submission, error_for
 from jobset_core.outcome import Outcome
+from jobset_core.resources import POD
 from kfp_components._identity import name_as_prefix
 from kfp_components._metrics import metric_values, replicated_job_durations
+from kfp_components._owner import owned_by, workflow_owner
 
 if TYPE_CHECKING:
     from jobset_core.lifecycle import Lifecycle
@@ -61,12 +64,32 @@ async def _durations(lifecycle: Lifecycle, handle: Handle, say: Say) -> dict[str
     return replicated_job_durations(jobs)
 
 
+async def _owned_by_the_run(request: RunRequest, lifecycle: Lifecycle, say: Say) -> RunRequest:
+    """The request with its JobSet owned by the pipeline run's ``Workflow``, when this step runs
+    in a KFP pod (``KFP_POD_NAME`` / ``KFP_POD_UID``, set by the KFP backend) in the JobSet's
+    namespace (an owner must be in the same namespace) and the delete policy lets it go."""
+    pod_name, pod_uid = os.environ.get("KFP_POD_NAME", ""), os.environ.get("KFP_POD_UID", "")
+    if not pod_name or request.delete_policy == "never" or request.jobset is None:
+        return request
+    try:
+        pod = await lifecycle.client.get(POD, pod_name, namespace=request.namespace)
+    except JobSetError as err:  # another namespace, or no right to read it: no owner
+        say(f"not owned by the pipeline run (its pod {pod_name} cannot be read: {err})")
+        return request
+    owner = workflow_owner(pod, pod_uid)
+    if owner is None:
+        return request
+    say(f"owned by Workflow {owner.name}: deleted with the pipeline run")
+    return request.but(jobset=owned_by(request.jobset, owner))
+
+
 async def launch(request: RunRequest, lifecycle: Lifecycle, *, say: Say = print) -> LaunchResult:
     """Run the request's JobSet to a terminal state.
 
     Creates the JobSet under the name derived from the identity, or adopts the one an earlier
-    attempt of the same task created. SIGTERM meanwhile sends one DELETE and raises
-    :class:`Terminated`.
+    attempt of the same task created; in a KFP pod, the JobSet is owned by the run's
+    ``Workflow`` (see :mod:`kfp_components._owner`). SIGTERM meanwhile sends one DELETE and
+    raises :class:`Terminated`.
 
     Raises:
         JobSetFailed: the JobSet failed.
@@ -77,6 +100,7 @@ async def launch(request: RunRequest, lifecycle: Lifecycle, *, say: Say = print)
     """
     assert request.jobset is not None
     request = request.but(jobset=name_as_prefix(request.jobset))
+    request = await _owned_by_the_run(request, lifecycle, say)
     current: list[Handle] = []
 
     def submitted(submission: Submission) -> None:

@@ -119,8 +119,8 @@ def build_anchor(
     """The anchor ConfigMap to create for ``jobset`` (defaults applied, empty status).
 
     The ConfigMap takes the JobSet's ``name`` (or ``generateName``: the API server then names
-    both). Labels: the JobSet's own, the identity labels, ``jobset-name`` when the name is
-    known, the marker.
+    both) and its ``ownerReferences``. Labels: the JobSet's own, the identity labels,
+    ``jobset-name`` when the name is known, the marker.
 
     Args:
         jobset: The JobSet as the user wrote it.
@@ -139,6 +139,8 @@ def build_anchor(
         anchor_labels[labels.JOBSET_NAME] = defaulted.metadata.name
     anchor_labels[ANCHOR_LABEL] = ANCHOR_VALUE
     meta["labels"] = dict(sorted(anchor_labels.items()))
+    if defaulted.metadata.owner_references:  # the JobSet's owners own what stands for it
+        meta["ownerReferences"] = [ref.to_dict() for ref in defaulted.metadata.owner_references]
     return {
         "apiVersion": "v1",
         "kind": ANCHOR_KIND,

@@ -93,6 +93,22 @@ def test_build_with_generate_name_leaves_naming_to_the_server() -> None:
     assert labels.JOBSET_NAME not in body["metadata"]["labels"]
 
 
+@pytest.mark.parametrize(
+    "owners",
+    [
+        [],
+        [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": "run", "uid": "w-1"}],
+    ],
+    ids=["none", "a-workflow"],
+)
+def test_build_gives_the_anchor_the_jobsets_owners(owners: list[dict[str, Any]]) -> None:
+    # The anchor stands for the JobSet: who owns the JobSet owns it (and its Jobs follow).
+    body = build_anchor(make_jobset(ownerReferences=owners), "ns")
+    assert body["metadata"].get("ownerReferences", []) == owners
+    stored = json.loads(body["data"]["jobset.json"])
+    assert "ownerReferences" not in stored["metadata"]  # said once, on the ConfigMap
+
+
 def test_parse_round_trip_takes_identity_from_the_configmap() -> None:
     body = build_anchor(make_jobset(), "ns", {"example.com/run": "r1"})
     anchor = parse_anchor(as_served(body, name="demo"))
