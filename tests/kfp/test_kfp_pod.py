@@ -35,10 +35,13 @@ read at 7b70c7b, 2026-08-21), and how these pods stand in for it:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +49,7 @@ import pytest
 import yaml
 
 from tests.cluster.localcluster.node_host import cgroup_mounts
-from tests.kfp._cluster import ROOT, annotations, bind, only_run, run_status, runs
+from tests.kfp._cluster import ROOT, annotations, bind, gone, only_run, run_status, runs
 from tests.kfp.conftest import make_jobset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kfp, pytest.mark.realnode]
@@ -162,12 +165,16 @@ class Step:
             component, parameters, run_id=self.run_id, task=self.task, execution=23
         )
         self.attempts: list[str] = []
+        #: The pods' controller owner (the run's Workflow, as Argo makes its pods).
+        self.owner: dict[str, Any] | None = None
 
     def attempt(self) -> str:
         """Start the next attempt (a retry: the same inputs in a new pod); its pod's name."""
         index = len(self.attempts)
         name = f"{self.task}-{self.run_id[:8]}-{index}"
         body = step_pod(self.component, self.inputs, name, self.real_node, index)
+        if self.owner is not None:
+            body["metadata"]["ownerReferences"] = [self.owner]
         self.devcluster.core.create_namespaced_pod(self.namespace, body)
         self.attempts.append(name)
         return name
@@ -203,6 +210,20 @@ def pod_processes(record: dict[str, Any], uid: str) -> set[int]:
             if "cgroup.procs" in files and any(m in dirpath for m in marks):
                 pids.update(int(p) for p in Path(dirpath, "cgroup.procs").read_text().split())
     return pids
+
+
+def kill_pod(record: dict[str, Any], uid: str) -> None:
+    """SIGKILL every process of the pod, as a node (or the OOM killer) kills them: no time to
+    clean up. Again until none is left (one may have ended, or started, meanwhile)."""
+    pids = pod_processes(record, uid)
+    assert pids, f"no processes of pod {uid} found below /{record['cgroup']}"
+    deadline = time.monotonic() + 10
+    while pids and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+        pids = pod_processes(record, uid)
 
 
 @pytest.fixture
@@ -244,11 +265,7 @@ def test_a_retry_after_a_killed_pod_reattaches(
 
     created = devcluster.wait_for(running, 120, desc="the first attempt's JobSet to run")
     uid = created["metadata"]["uid"]
-    pod_uid = step.pod(first).metadata.uid
-    pids = pod_processes(real_node.record, pod_uid)
-    assert pids, f"no processes of pod {first} found below /{real_node.record['cgroup']}"
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+    kill_pod(real_node.record, step.pod(first).metadata.uid)
     killed = step.ended(first, 60)
     assert killed.exit_code == 137, (killed.exit_code, killed.reason)
     assert only_run(devcluster, cluster_namespace, backend)["metadata"]["uid"] == uid
@@ -300,3 +317,109 @@ def test_the_exit_handler_removes_what_the_run_left(
         return not anchors and labels == [other.run_id]
 
     devcluster.wait_for(only_the_other_left, 60, desc="the cleanup")
+
+
+WORKFLOW_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "workflows.argoproj.io"},
+    "spec": {
+        "group": "argoproj.io",
+        "names": {"kind": "Workflow", "plural": "workflows", "singular": "workflow"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def workflows(devcluster: Any) -> Iterator[Any]:
+    """Argo's ``Workflow`` kind (its name and group; no Argo runs): what owns a KFP run's pods."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    extensions = client.ApiextensionsV1Api(devcluster.api_client())
+    try:
+        extensions.create_custom_resource_definition(WORKFLOW_CRD)
+        created = True
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        created = False
+
+    def established() -> bool:
+        crd = extensions.read_custom_resource_definition(WORKFLOW_CRD["metadata"]["name"])
+        return any(
+            c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
+        )
+
+    devcluster.wait_for(established, 30, desc="the Workflow kind")
+    yield devcluster.custom
+    if created:
+        extensions.delete_custom_resource_definition(WORKFLOW_CRD["metadata"]["name"])
+
+
+@pytest.mark.parametrize("backend", ["controller", "native"])
+def test_a_deleted_run_takes_the_jobset_its_killed_step_left(  # noqa: PLR0917
+    backend: str,
+    launch: Any,
+    workflows: Any,
+    devcluster: Any,
+    cluster_namespace: str,
+    real_node: Any,
+) -> None:
+    """The step's pod is killed with no time to clean up, and the run is then deleted (no exit
+    handler runs): the JobSet, owned by the run's Workflow as the pod is, is garbage collected
+    with it. A JobSet without that owner would stay forever."""
+    workflow = workflows.create_namespaced_custom_object(
+        "argoproj.io",
+        "v1alpha1",
+        cluster_namespace,
+        "workflows",
+        {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "run"}},
+    )
+    step = launch(backend, make_jobset(annotations=annotations(never_finish="true")))
+    step.owner = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "name": "run",
+        "uid": workflow["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    name = step.attempt()
+    run = devcluster.wait_for(
+        lambda: runs(devcluster, cluster_namespace, backend), 120, desc="the run"
+    )[0]
+    owners = [(o["kind"], o["uid"]) for o in run["metadata"].get("ownerReferences") or []]
+    assert owners == [("Workflow", workflow["metadata"]["uid"])]
+    devcluster.wait_for(
+        lambda: "owned by Workflow run" in step.log(name), 30, desc="the step to say so"
+    )
+    kill_pod(real_node.record, step.pod(name).metadata.uid)
+    assert step.ended(name, 60).exit_code == 137
+    assert runs(devcluster, cluster_namespace, backend)  # the killed step deleted nothing
+
+    workflows.delete_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", cluster_namespace, "workflows", "run"
+    )
+    devcluster.wait_for(
+        lambda: gone(devcluster, cluster_namespace, backend), 60, desc="garbage collection"
+    )
+    devcluster.wait_for(
+        lambda: not devcluster.batch.list_namespaced_job(cluster_namespace).items,
+        60,
+        desc="the run's Jobs to follow",
+    )

@@ -440,71 +440,25 @@ def _launcher_layers(k: dict[str, str], work: Path):
 def _kfp_deps(key: str, py: str) -> Path:
     """The launcher image's PyPI layer: the KFP SDK and the core's dependencies, resolved with
     the KFP side's lock as constraints (so at its versions), in the launcher's site folder."""
-    t = time.monotonic()
-    final = images_root() / f"kfp-deps-{key}"
-    work = images_root() / f"kfp-deps-{key}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    log(f"    KFP layer (cache key {key})")
-    try:
-        rootfs = work / "rootfs"
+
+    def build(rootfs: Path, work: Path) -> tuple[str, dict]:
         site = rootfs / LAUNCHER_SITE.lstrip("/")
         site.mkdir(parents=True)
-        _run(
-            [
-                _uv(),
-                "pip",
-                "install",
-                "--quiet",
-                "--target",
-                str(site),
-                "--python-version",
-                py.removeprefix("python"),
-                "--python-platform",
-                WHEEL_PLATFORM,
-                "--constraint",
-                str(KFP_LOCK),
-                "--no-compile",
-                "--link-mode=copy",
-                *launcher_requirements(),
-            ],
-            "uv pip install (launcher image)",
-            work / "build.log",
-            env=dict(os.environ, UV_CACHE_DIR=str(cache_root().parent / "uv-cache")),
-        )
-        shutil.rmtree(site / "bin", ignore_errors=True)
+        args = ["--constraint", str(KFP_LOCK), *launcher_requirements()]
+        _uv_install(site, py, args, "launcher image", work)
         for d in [site, *site.parents]:
             if d == rootfs:
                 break
             os.chmod(d, 0o755)
-        comment = f"kfp: PyPI {', '.join(launcher_requirements())} under {KFP_LOCK.name}"
-        layer = _layer(rootfs, work / "layer.tar", comment)
-        meta = {
-            "digest": layer.digest,
-            "size": layer.size,
-            "comment": comment,
-            "build_seconds": round(time.monotonic() - t, 1),
-        }
-        shutil.rmtree(rootfs)
-        (work / "manifest.json").write_text(json.dumps(meta, indent=2))
-        shutil.rmtree(final, ignore_errors=True)
-        os.rename(work, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    log(f"    KFP layer: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
-    return final
+        return f"kfp: PyPI {', '.join(launcher_requirements())} under {KFP_LOCK.name}", {}
+
+    return _cached_layer("kfp-deps", key, "KFP layer", build)
 
 
 def _python_base(key: str) -> Path:
     """The big layer of the Python image: Debian's Python and the locked PyPI packages."""
-    t = time.monotonic()
-    final = images_root() / f"python-base-{key}"
-    work = images_root() / f"python-base-{key}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    log(f"    python base layer (cache key {key})")
-    try:
-        rootfs = work / "rootfs"
+
+    def build(rootfs: Path, work: Path) -> tuple[str, dict]:
         debs = _debian_rootfs(rootfs, PYTHON_PACKAGES, work)
         pythons = sorted(p.name for p in (rootfs / "usr" / "bin").glob("python3.*"))
         pythons = [p for p in pythons if re.fullmatch(r"python3\.\d+", p)]
@@ -514,31 +468,55 @@ def _python_base(key: str) -> Path:
         site = rootfs / "usr" / "local" / "lib" / py / "dist-packages"
         _pypi_install(site, py, work)
         jax_version = _finish_python_rootfs(rootfs, site, py, work)
-        comment = f"python base: Debian {' '.join(debs)}; PyPI {PY_LOCK.name}"
-        layer = _layer(rootfs, work / "layer.tar", comment)
         meta = {
-            "digest": layer.digest,
-            "size": layer.size,
-            "comment": comment,
             "debian_packages": debs,
             "python": py,
             "jax": jax_version,
             "pypi_lock_sha256": _file_sha(PY_LOCK),
-            "build_seconds": round(time.monotonic() - t, 1),
         }
+        return f"python base: Debian {' '.join(debs)}; PyPI {PY_LOCK.name}", meta
+
+    return _cached_layer("python-base", key, "python base layer", build)
+
+
+def _cached_layer(name: str, key: str, what: str, build) -> Path:
+    """Build one layer into ``<images>/<name>-<key>/`` (``layer.tar`` and ``manifest.json``:
+    digest, size, comment and what ``build`` adds); ``build(rootfs, work)`` fills the root
+    filesystem and returns the layer's comment and those extras."""
+    t = time.monotonic()
+    final = images_root() / f"{name}-{key}"
+    work = images_root() / f"{name}-{key}.partial-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    log(f"    {what} (cache key {key})")
+    try:
+        rootfs = work / "rootfs"
+        rootfs.mkdir()
+        comment, extra = build(rootfs, work)
+        layer = _layer(rootfs, work / "layer.tar", comment)
+        meta = {"digest": layer.digest, "size": layer.size, "comment": comment, **extra}
+        meta["build_seconds"] = round(time.monotonic() - t, 1)
         shutil.rmtree(rootfs)
         (work / "manifest.json").write_text(json.dumps(meta, indent=2))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log(f"    python base layer: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
+    log(f"    {what}: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
     return final
 
 
 def _pypi_install(site: Path, py: str, work: Path) -> None:
     """The locked PyPI packages, from their hashed wheels, into the image's site folder."""
     t1 = time.monotonic()
+    args = ["--no-deps", "--require-hashes", "-r", str(PY_LOCK)]
+    _uv_install(site, py, args, "Python image", work)
+    log(f"    PyPI packages from {PY_LOCK.name} ({fmt_secs(time.monotonic() - t1)})")
+
+
+def _uv_install(site: Path, py: str, args: list[str], what: str, work: Path) -> None:
+    """``uv pip install`` of wheels for the image's Python and platform into ``site`` (no
+    byte code, files copied); its scripts' folder is dropped."""
     _run(
         [
             _uv(),
@@ -551,19 +529,15 @@ def _pypi_install(site: Path, py: str, work: Path) -> None:
             py.removeprefix("python"),
             "--python-platform",
             WHEEL_PLATFORM,
-            "--no-deps",
-            "--require-hashes",
             "--no-compile",
             "--link-mode=copy",
-            "-r",
-            str(PY_LOCK),
+            *args,
         ],
-        "uv pip install (Python image)",
+        f"uv pip install ({what})",
         work / "build.log",
         env=dict(os.environ, UV_CACHE_DIR=str(cache_root().parent / "uv-cache")),
     )
     shutil.rmtree(site / "bin", ignore_errors=True)
-    log(f"    PyPI packages from {PY_LOCK.name} ({fmt_secs(time.monotonic() - t1)})")
 
 
 def _finish_python_rootfs(rootfs: Path, site: Path, py: str, work: Path) -> str:
