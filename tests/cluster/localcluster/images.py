@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import ociarchive
@@ -220,14 +221,26 @@ def build(node_bin: Path, quiet: bool = False) -> dict[str, dict]:
         return cached_images(node_bin) or {}
 
 
-def _build_one(name: str, ref: str, key: str, layers_fn) -> None:
-    t = time.monotonic()
+@contextlib.contextmanager
+def _building(name: str, key: str) -> Iterator[Path]:
+    """A fresh work folder for ``<images>/<name>-<key>``: moved into place when the block ends
+    well, removed when it does not."""
     final = images_root() / f"{name}-{key}"
     work = images_root() / f"{name}-{key}.partial-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    log(f"image {ref}: building (cache key {key})")
     try:
+        yield work
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build_one(name: str, ref: str, key: str, layers_fn) -> None:
+    t = time.monotonic()
+    log(f"image {ref}: building (cache key {key})")
+    with _building(name, key) as work:
         layers, config, extra = layers_fn(work)
         digest = ociarchive.write_image(
             work / "image.tar", layers, ref=ref, config=config, epoch=EPOCH
@@ -248,10 +261,6 @@ def _build_one(name: str, ref: str, key: str, layers_fn) -> None:
             **extra,
         }
         (work / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        shutil.rmtree(final, ignore_errors=True)
-        os.rename(work, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     log(
         f"image {ref}: {size / 1e6:.0f} MB, {digest[:19]}, built in "
         f"{fmt_secs(time.monotonic() - t)}"
@@ -484,12 +493,8 @@ def _cached_layer(name: str, key: str, what: str, build) -> Path:
     digest, size, comment and what ``build`` adds); ``build(rootfs, work)`` fills the root
     filesystem and returns the layer's comment and those extras."""
     t = time.monotonic()
-    final = images_root() / f"{name}-{key}"
-    work = images_root() / f"{name}-{key}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     log(f"    {what} (cache key {key})")
-    try:
+    with _building(name, key) as work:
         rootfs = work / "rootfs"
         rootfs.mkdir()
         comment, extra = build(rootfs, work)
@@ -498,12 +503,8 @@ def _cached_layer(name: str, key: str, what: str, build) -> Path:
         meta["build_seconds"] = round(time.monotonic() - t, 1)
         shutil.rmtree(rootfs)
         (work / "manifest.json").write_text(json.dumps(meta, indent=2))
-        shutil.rmtree(final, ignore_errors=True)
-        os.rename(work, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     log(f"    {what}: {meta['size'] / 1e6:.0f} MB ({fmt_secs(time.monotonic() - t)})")
-    return final
+    return images_root() / f"{name}-{key}"
 
 
 def _pypi_install(site: Path, py: str, work: Path) -> None:
