@@ -60,7 +60,6 @@ import yaml
 from jobset_core import labels
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 from tests.cluster.faultproxy import FaultProxy
-from tests.cluster.localcluster import auth as devcluster_auth
 from tests.cluster.queues import HIGH, LOCAL_QUEUE, LOW, own_queue
 
 # alone: it times the ways against each other (2 s), which other tests' load would blur.
@@ -1553,16 +1552,7 @@ def error_dag(namespace: str) -> str:
 
 def proxied_kubeconfig(devcluster: Any, proxy: FaultProxy, tmp: Path) -> Path:
     """A kubeconfig through the fault proxy (it ends TLS: a token, minted at every call)."""
-    path = tmp / "proxied.kubeconfig"
-    devcluster_auth.exec_kubeconfig(
-        devcluster.state_dir,
-        path,
-        user="parity-errors",
-        groups=["system:masters"],
-        ttl=3600,
-        server=proxy.url,
-    )
-    return path
+    return proxy.admin_kubeconfig(tmp / "proxied.kubeconfig", user="parity-errors", ttl=3600)
 
 
 def _error_way(way: str, backend: str, namespace: str, tmp: Path, proxied: Path) -> str:

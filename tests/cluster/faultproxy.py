@@ -94,6 +94,7 @@ class FaultProxy:
     def __init__(self, state_dir: Path, *, seed: int = 0) -> None:
         state = json.loads((state_dir / "state.json").read_text())
         self.upstream = str(state["server"]).rstrip("/")
+        self._state_dir = state_dir
         self._pki = state_dir / "pki"
         self.stats = ProxyStats()
         self._rand = random.Random(seed)
@@ -113,6 +114,23 @@ class FaultProxy:
     def url(self) -> str:
         """Where clients connect (``https://127.0.0.1:<port>``)."""
         return f"https://127.0.0.1:{self.port}"
+
+    def admin_kubeconfig(
+        self, path: Path, *, user: str, namespace: str | None = None, ttl: float = 600
+    ) -> Path:
+        """A kubeconfig of a cluster admin (group ``system:masters``) that talks through this
+        proxy, with a token minted at every call (the proxy ends TLS: no client certificate)."""
+        from tests.cluster.localcluster import auth
+
+        return auth.exec_kubeconfig(
+            self._state_dir,
+            path,
+            user=user,
+            groups=["system:masters"],
+            ttl=ttl,
+            server=self.url,
+            namespace=namespace,
+        )
 
     # ------------------------------------------------------------------ control (any thread)
 

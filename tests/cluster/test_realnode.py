@@ -31,7 +31,6 @@ from jobset_core import jax_multislice, labels, leader_workers, pytorch_ddp
 from jobset_core.models import JobSet
 from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
-from tests.cluster.localcluster import auth as devcluster_auth
 from tests.cluster.pytest_devcluster import (
     PYTHON_IMAGE,
     SHELL_IMAGE,
@@ -204,14 +203,7 @@ def test_a_cut_log_stream_is_read_again_from_where_it_stopped(
         worker_command=["sh", "-c", "sleep 1"],
     )
     with FaultProxy(devcluster.state_dir) as proxy:
-        kubeconfig = devcluster_auth.exec_kubeconfig(  # the proxy ends TLS: a token identity
-            devcluster.state_dir,
-            tmp_path / "proxied.kubeconfig",
-            user="cut-logs",
-            groups=["system:masters"],
-            ttl=600,
-            server=proxy.url,
-        )
+        kubeconfig = proxy.admin_kubeconfig(tmp_path / "proxied.kubeconfig", user="cut-logs")
         with proxy.cutting(1.5, logs=True):
             run = jobsetctl_run(
                 devcluster,

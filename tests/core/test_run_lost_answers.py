@@ -19,7 +19,6 @@ import pytest
 from jobset_core.models import JobSet
 from jobset_core.outcome import Phase
 from tests.cluster.faultproxy import FaultProxy
-from tests.cluster.localcluster import auth as devcluster_auth
 from tests.core._runs import FLAVOURS, open_face
 
 pytestmark = pytest.mark.cluster
@@ -71,15 +70,7 @@ async def test_a_create_whose_answer_is_lost_is_repeated_and_adopted(
     tmp_path: Path,
 ) -> None:
     kubeconfig = tmp_path / "proxied.kubeconfig"  # the proxy ends TLS: a token, no client cert
-    devcluster_auth.exec_kubeconfig(
-        devcluster.state_dir,
-        kubeconfig,
-        user="lost-answers",
-        groups=["system:masters"],
-        ttl=600,
-        server=proxy.url,
-        namespace=cluster_namespace,
-    )
+    proxy.admin_kubeconfig(kubeconfig, user="lost-answers", namespace=cluster_namespace)
     proxy.lose_answers("create", lost)
     async with open_face(flavour, kubeconfig, backend) as face:  # type: ignore[arg-type]
         submitted = await face.submit(

@@ -31,7 +31,6 @@ from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
 from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
-from tests.cluster.localcluster import auth as devcluster_auth
 from tests.core._exclusive import exclusivity_problems
 from tests.core._runs import FLAVOURS, RunFace, open_face
 
@@ -641,15 +640,7 @@ class TestOnCluster:
         # built-in kinds still hold it.)
         kubeconfig = tmp_path / "proxied.kubeconfig"  # the proxy ends TLS: a token
         with FaultProxy(devcluster.state_dir) as proxy:
-            devcluster_auth.exec_kubeconfig(
-                devcluster.state_dir,
-                kubeconfig,
-                user="forced-410",
-                groups=["system:masters"],
-                ttl=600,
-                server=proxy.url,
-                namespace=cluster_namespace,
-            )
+            proxy.admin_kubeconfig(kubeconfig, user="forced-410", namespace=cluster_namespace)
             async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
                 observer = Observer(client, scope="run")
                 run = Lifecycle(observer)
