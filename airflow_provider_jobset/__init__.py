@@ -52,6 +52,13 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_jobset.links.JobSetLink"],
+        # The JobSet tab of a task instance (Airflow 3.1+; the API server loads it).
+        "plugins": [
+            {
+                "name": "jobset_view",
+                "plugin-class": "airflow_provider_jobset.plugin.JobSetViewPlugin",
+            }
+        ],
         # The connection type is the cncf.kubernetes provider's ``kubernetes``: it is reused,
         # not registered a second time (existing ``kubernetes_default`` connections just work).
         "config": {

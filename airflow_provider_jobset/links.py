@@ -12,11 +12,21 @@ from typing import Any
 
 from airflow_provider_jobset._compat import BaseOperatorLink, conf
 
-__all__ = ["XCOM_NAME", "XCOM_NAMESPACE", "XCOM_UID", "JobSetLink", "format_link"]
+__all__ = [
+    "XCOM_CONNECTION",
+    "XCOM_NAME",
+    "XCOM_NAMESPACE",
+    "XCOM_UID",
+    "JobSetLink",
+    "format_link",
+]
 
 XCOM_NAME = "jobset_name"
 XCOM_NAMESPACE = "jobset_namespace"
 XCOM_UID = "jobset_uid"
+#: How the try reached its cluster (connection id, context, in-cluster): the UI view reads
+#: the run through the same connection.
+XCOM_CONNECTION = "jobset_connection"
 
 
 def format_link(template: str, *, name: str | None, namespace: str | None, uid: str | None) -> str:

@@ -14,6 +14,7 @@ __all__ = [
     "JOB",
     "JOBSET",
     "LOCAL_QUEUE",
+    "NODE",
     "POD",
     "SERVICE",
     "WORKLOAD",
@@ -42,6 +43,8 @@ SERVICE = ApiResource(group="", version="v1", kind="Service", plural="services")
 CONFIG_MAP = ApiResource(group="", version="v1", kind="ConfigMap", plural="configmaps")
 POD = ApiResource(group="", version="v1", kind="Pod", plural="pods")
 EVENT = ApiResource(group="", version="v1", kind="Event", plural="events")
+#: Cluster-scoped: read by name only (a pod's zone is its node's label).
+NODE = ApiResource(group="", version="v1", kind="Node", plural="nodes")
 #: Kueue's Workload (v0.17 serves v1beta2 and the deprecated v1beta1; v0.20 only v1beta2).
 WORKLOAD = ApiResource(
     group="kueue.x-k8s.io", version="v1beta2", kind="Workload", plural="workloads"

@@ -20,7 +20,7 @@ Everything here is pure: building, parsing and patch bodies; the backend sends t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +33,12 @@ __all__ = [
     "ANCHOR_KIND",
     "ANCHOR_LABEL",
     "ANCHOR_VALUE",
+    "EVENTS_KEPT",
+    "EVENTS_KEY",
     "JOBSET_KEY",
     "STATUS_KEY",
     "Anchor",
+    "anchor_events",
     "build_anchor",
     "not_an_anchor",
     "owner_reference",
@@ -49,6 +52,10 @@ ANCHOR_VALUE = labels.ANCHOR_VALUE
 ANCHOR_KIND = "ConfigMap"
 JOBSET_KEY = "jobset.json"
 STATUS_KEY = "status.json"
+#: The Events upstream emits on a JobSet (a restart's names the Job that failed), kept on the
+#: anchor of a native run, which emits none: the newest :data:`EVENTS_KEPT`, oldest first.
+EVENTS_KEY = "events.json"
+EVENTS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,7 @@ class Anchor:
     resource_version: str
     labels: Mapping[str, str]
     jobset: JobSet
+    events: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def status(self) -> JobSetStatus:
@@ -182,7 +190,36 @@ def parse_anchor(obj: Mapping[str, Any]) -> Anchor:
         resource_version=str(meta.get("resourceVersion") or ""),
         labels=obj_labels,
         jobset=jobset,
+        events=tuple(_kept_events(data)),
     )
+
+
+def _kept_events(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    try:
+        found = json.loads(data.get(EVENTS_KEY) or "[]")
+    except (TypeError, ValueError):
+        return []  # a damaged record of the past does not stop the run
+    if not isinstance(found, list):
+        return []
+    return [dict(e) for e in found if isinstance(e, dict)][-EVENTS_KEPT:]
+
+
+def anchor_events(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Events kept on an anchor (its :data:`EVENTS_KEY`), shaped as the API server's
+    Events about the JobSet (``type``, ``reason``, ``message``, ``lastTimestamp``,
+    ``involvedObject``); none when there are none or they do not parse."""
+    meta = obj.get("metadata") or {}
+    about = {"kind": "JobSet", "name": meta.get("name"), "namespace": meta.get("namespace")}
+    return [
+        {
+            "type": str(e.get("type") or ""),
+            "reason": str(e.get("reason") or ""),
+            "message": str(e.get("message") or ""),
+            "lastTimestamp": str(e.get("time") or ""),
+            "involvedObject": about,
+        }
+        for e in _kept_events(obj.get("data") or {})
+    ]
 
 
 def not_an_anchor(obj: Mapping[str, Any]) -> str | None:
@@ -212,13 +249,18 @@ def owner_reference(anchor: Anchor) -> dict[str, Any]:
     }
 
 
-def status_patch(status: JobSetStatus, resource_version: str) -> dict[str, Any]:
-    """A merge patch writing ``status``; the ``resourceVersion`` makes it compare-and-swap (a
-    write over a newer anchor is refused with 409 Conflict)."""
-    return {
-        "metadata": {"resourceVersion": resource_version},
-        "data": {STATUS_KEY: _dumps(status.to_dict())},
-    }
+def status_patch(
+    status: JobSetStatus,
+    resource_version: str,
+    events: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A merge patch writing ``status`` (and, when given, the kept ``events``); the
+    ``resourceVersion`` makes it compare-and-swap (a write over a newer anchor is refused with
+    409 Conflict)."""
+    data = {STATUS_KEY: _dumps(status.to_dict())}
+    if events is not None:
+        data[EVENTS_KEY] = _dumps(list(events)[-EVENTS_KEPT:])
+    return {"metadata": {"resourceVersion": resource_version}, "data": data}
 
 
 def suspend_patch(anchor: Anchor, suspend: bool) -> dict[str, Any]:

@@ -29,13 +29,15 @@ from jobset_core.observe._views import (
     trim,
 )
 
-__all__ = ["EVENTS_PER_RUN", "ORPHAN_EVENTS", "Observation", "RunObjects", "Stores"]
+__all__ = ["EVENTS_PER_RUN", "GONE_JOBS", "ORPHAN_EVENTS", "Observation", "RunObjects", "Stores"]
 
 #: Warning Events kept per run (the newest; older ones are dropped).
 EVENTS_PER_RUN = 32
 #: Warning Events about a pod or Job not known yet, kept until it is (the newest): a list of
 #: Events can arrive before the list of the pods they are about.
 ORPHAN_EVENTS = 256
+#: Child Jobs kept per run after their deletion, as the deletion showed them (the newest).
+GONE_JOBS = 16
 
 Change = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
@@ -68,6 +70,9 @@ class Observation:
         synced: Every kind this run needs has been listed at least once (before that, a
             missing object only means "not seen yet").
         version: A counter that grows with every change of this run.
+        gone_jobs: The run's child Jobs deleted while it was tracked, as their deletion
+            showed them (the newest :data:`GONE_JOBS`, oldest first): a restart deletes the
+            failed Job, and the failure and the deletion can both come between two looks.
     """
 
     key: RunKey
@@ -80,6 +85,7 @@ class Observation:
     version: int = 0
     workloads: tuple[Obj, ...] = ()
     forbidden: frozenset[Kind] = frozenset()
+    gone_jobs: tuple[Obj, ...] = ()
 
     def workload_of(self, uid: str) -> Obj | None:
         """The Workload of the JobSet with this UID (Kueue labels it with the UID)."""
@@ -102,6 +108,7 @@ class RunObjects:
         default_factory=lambda: {Kind.JOB: {}, Kind.POD: {}, Kind.WORKLOAD: {}}
     )
     events: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
+    gone_jobs: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
     tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
     synced: set[Kind] = field(default_factory=set)
     version: int = 0
@@ -118,6 +125,7 @@ class RunObjects:
             synced=self.kinds <= self.synced,
             version=self.version,
             workloads=tuple(v for _, v in sorted(self.children[Kind.WORKLOAD].items())),
+            gone_jobs=tuple(self.gone_jobs.values()),
         )
 
 
@@ -224,7 +232,10 @@ class Stores:
         if change == "DELETED":
             if version is not None:
                 run.tombstones[(kind, name)] = max(version, tomb or 0)
-            return self._remove(run, kind, namespace, name, version)
+            removed = self._remove(run, kind, namespace, name, version)
+            if removed and kind is Kind.JOB:
+                self._keep_gone(run, name, obj)
+            return removed
         if tomb is not None and version is not None and version <= tomb:
             return False  # a listing older than the deletion it would undo
         current = self._current(run, kind, name)
@@ -241,6 +252,13 @@ class Stores:
             if current is None and self._orphans:
                 self._adopt_orphans(run, kind, namespace, name)
         return True
+
+    @staticmethod
+    def _keep_gone(run: RunObjects, name: str, obj: Mapping[str, Any]) -> None:
+        run.gone_jobs.pop(name, None)
+        run.gone_jobs[name] = trim(Kind.JOB, obj)
+        while len(run.gone_jobs) > GONE_JOBS:
+            run.gone_jobs.popitem(last=False)
 
     def _adopt_orphans(self, run: RunObjects, kind: Kind, namespace: str, name: str) -> None:
         found = [k for k in self._orphans if k[:3] == (kind, namespace, name)]

@@ -41,7 +41,10 @@ from typing import Any
 
 import pytest
 
+from jobset_core import labels
 from tests.airflow._run_op import _TI
+from tests.cluster import holds
+from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.identities import Identity, bind_role, identity, role_rules
 from tests.cluster.localcluster import auth as devcluster_auth
@@ -64,6 +67,7 @@ SCENARIOS = {
         "sensor",
         "deferred",
         "restart",
+        "namesake",
         "quota",
     ),
     ("worker", "native"): (
@@ -74,6 +78,7 @@ SCENARIOS = {
         "sensor",
         "deferred",
         "restart",
+        "namesake",
         "stale",
     ),
     ("triggerer", "controller"): ("t_deferred", "t_kill", "t_restart", "t_quota"),
@@ -220,16 +225,29 @@ class Case:
             self.problems.append(what)
 
     def gone(self) -> bool:
-        kind = "jobsets" if self.backend == "controller" else "configmaps"
-        if kind == "jobsets":
-            found = self.devcluster.custom.list_namespaced_custom_object(
-                "jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets"
-            )["items"]
-        else:
-            found = self.devcluster.core.list_namespaced_config_map(
-                self.namespace, label_selector="jobset-core/anchor=native"
+        return not self.runs()
+
+    def end_pods(self, selector: str, timeout: float = 60) -> None:
+        """Once a ``never-finish`` pod of ``selector`` exists, end every one (exit 0 at once)."""
+        deadline = time.monotonic() + timeout
+        while not (
+            pods := self.devcluster.core.list_namespaced_pod(
+                self.namespace, label_selector=selector
             ).items
-        return not found
+        ):
+            assert time.monotonic() < deadline, f"no pod of {selector} in {timeout:.0f}s"
+            time.sleep(0.3)
+        end = {"devcluster/never-finish": "false", "devcluster/finish-at": finish_at(0)}
+        for pod in pods:
+            self.devcluster.core.patch_namespaced_pod(
+                pod.metadata.name, self.namespace, {"metadata": {"annotations": end}}
+            )
+
+    def runs(self) -> list[str]:
+        return holds.run_names(self.devcluster, self.backend, self.namespace)
+
+    def hold(self, name: str, held: bool) -> None:
+        holds.hold(self.devcluster, self.backend, self.namespace, name, held)
 
     def wait_gone(self, timeout: float = 30) -> bool:
         deadline = time.monotonic() + timeout
@@ -359,6 +377,25 @@ async def s_restart(case: Case) -> None:
     case.expect(result == 7, f"after the restart: {result!r}")
 
 
+async def s_namesake(case: Case) -> None:
+    """A cleared task's new try meets its run still being deleted (a finalizer of the test's
+    holds it): its start waits until nothing of the run is left, then creates its own."""
+    first = case.operator(jobset(case), deferrable=False, delete_policy="always")
+    running = asyncio.ensure_future(asyncio.to_thread(first.execute, {"ti": TI(case.run_id)}))
+    deadline = time.monotonic() + 60
+    while not (names := await asyncio.to_thread(case.runs)):
+        assert time.monotonic() < deadline, "the first try created no run"
+        await asyncio.sleep(0.3)
+    await asyncio.to_thread(case.hold, names[0], True)
+    case.expect(await running == 7, "the first try's result")
+    again = case.operator(jobset(case), deferrable=False, delete_policy="always")
+    second = asyncio.ensure_future(asyncio.to_thread(again.execute, {"ti": TI(case.run_id, 2)}))
+    await asyncio.sleep(2)
+    case.expect(not second.done(), "the second try did not wait for the first run to go")
+    await asyncio.to_thread(case.hold, names[0], False)
+    case.expect(await second == 7, "the second try's result")
+
+
 async def s_quota(case: Case, deferred: bool = False) -> None:
     from kubernetes import client as k8s
 
@@ -445,12 +482,22 @@ async def t_kill(case: Case) -> None:
 async def t_restart(case: Case) -> None:
     from jobset_core.errors import JobSetRestarting
 
-    body = jobset(case, first={"devcluster/fail-until-attempt": "1"}, restarts=1)
+    # ``b`` of the second attempt waits until try 2 deferred: else, on a loaded machine, the
+    # second attempt may end before try 2's first look, which then rightly returns at once.
+    body = jobset(
+        case,
+        first={"devcluster/fail-until-attempt": "1"},
+        second={"devcluster/never-finish": "true"},
+        restarts=1,
+    )
     for try_number in (1, 2):
         ti = TI(case.run_id, try_number)
         op = case.operator(body, deferrable=True, delete_policy="never", stream_logs=False)
         deferred = await asyncio.to_thread(deferred_of, op, ti)
-        event = await anext(case.trigger(deferred).run())
+        waiting = asyncio.ensure_future(anext(case.trigger(deferred).run()))
+        if try_number == 2:  # (on the native backend, the trigger's passes create ``b``)
+            await asyncio.to_thread(case.end_pods, f"{labels.REPLICATED_JOB_NAME}=b")
+        event = await waiting
         try:
             result = await asyncio.to_thread(op.execute_complete, {"ti": ti}, event.payload)
         except JobSetRestarting:
@@ -468,6 +515,7 @@ def scenario(name: str, case: Case) -> Awaitable[None]:
         "sensor": lambda: s_sensor(case),
         "deferred": lambda: s_deferred(case),
         "restart": lambda: s_restart(case),
+        "namesake": lambda: s_namesake(case),
         "quota": lambda: s_quota(case),
         "stale": lambda: s_stale(case, case.worker),
         "t_deferred": lambda: s_deferred(case),
