@@ -25,6 +25,10 @@ Fixtures
     (``scripts/test.sh`` starts it beside the main one), else started on first use (once for
     all pytest-xdist workers) and stopped at the end of the session (or by its watchdog if the
     session dies).
+``exclusive_placement`` (function)
+    The cluster's exclusive-placement turn: a test that keeps exclusively placed pods live
+    (e.g. until all of them run) takes it, so that such tests run one at a time per cluster,
+    whatever pytest-xdist worker or environment runs them (:meth:`DevCluster.exclusive_turn`).
 ``real_node`` (session)
     The devcluster's real node (kubelet + containerd): its name, how to place a pod on it
     (:meth:`RealNode.place`), its images and its shared host folder. A cluster without a Ready
@@ -48,10 +52,13 @@ Needs the ``kubernetes`` Python client (30.x-37.x) only when a cluster test runs
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -342,6 +349,39 @@ class DevCluster:
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {n.metadata.name: dict(n.metadata.labels or {}) for n in self.core.list_node().items}
 
+    @contextlib.contextmanager
+    def exclusive_turn(self, timeout: float = 600) -> Iterator[None]:
+        """Hold this cluster's exclusive-placement turn (one holder at a time, across processes).
+
+        An exclusively placed pod's anti-affinity keeps every other JobSet's pods, in every
+        namespace, out of its topology domain. On the devcluster's two zones, two tests whose
+        pods stay live until all of them run each put their first Job in one zone and wait for
+        the other for ever, while no other test's JobSet pod can be scheduled on any kwok node:
+        a CI run met exactly that (seven tests timed out). Tests that hold domains so take
+        turns; their pods end within seconds of running, so a turn is short."""
+        folder = self.state_dir
+        if folder is None:  # a cluster of the user's: one lock per kubeconfig, for this user
+            key = hashlib.sha256(str(self.kubeconfig.resolve()).encode()).hexdigest()[:16]
+            folder = Path(tempfile.gettempdir()) / f"devcluster-turns-{os.getuid()}-{key}"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "exclusive-placement.lock", "a+b") as lock:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        pytest.fail(
+                            f"another test held {lock.name} for over {timeout:.0f}s",
+                            pytrace=False,
+                        )
+                    time.sleep(0.2)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
 
 def _run_devcluster(
     args: list[str],
@@ -504,6 +544,13 @@ def cluster_namespace(devcluster: DevCluster) -> Iterator[str]:
         yield name
     finally:
         devcluster.delete_namespace(name)
+
+
+@pytest.fixture
+def exclusive_placement(devcluster: DevCluster) -> Iterator[None]:
+    """The test's turn to keep exclusively placed pods live (:meth:`DevCluster.exclusive_turn`)."""
+    with devcluster.exclusive_turn():
+        yield
 
 
 @pytest.fixture(scope="session")

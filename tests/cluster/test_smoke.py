@@ -96,7 +96,9 @@ def test_always_failing_reaches_max_restarts(devcluster, cluster_namespace):
     assert all(t.message == "boom" for t in terminated)
 
 
-def test_exclusive_topology_puts_each_job_in_its_own_zone(devcluster, cluster_namespace):
+def test_exclusive_topology_puts_each_job_in_its_own_zone(
+    devcluster, exclusive_placement, cluster_namespace
+):
     body = jobset(
         "excl",
         replicated_job(

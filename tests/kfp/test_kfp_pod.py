@@ -22,9 +22,13 @@ read at 7b70c7b, 2026-08-21), and how these pods stand in for it:
   reaps its child at once where the emissary looks once a second: on a SIGTERM, KFP's launcher
   binary (the emissary's child) dies at once, and the step's Python process is killed with the
   pod's other processes up to a second later. The launcher's DELETE on SIGTERM is therefore a
-  best effort in KFP (see docs/kfp.md), tested outside a pod
-  (``test_kfp_cluster.py::test_sigterm_deletes_the_jobset``); ``cleanup_jobsets`` in an exit
-  handler is what removes a stopped run's JobSet, tested here.
+  best effort in KFP (see docs/kfp.md). Tested here with a PID 1 that gives the step the
+  emissary's second at its most (:data:`EMISSARY`): the kubelet's SIGTERM to a deleted pod
+  reaches the handler through the compiled command's shell, and the handler deletes the JobSet
+  with the pod's own credentials within it. (Under ``tini`` the shell dies at the signal, tini
+  ends the container at once, and the DELETE never leaves: the emissary's least.)
+  ``cleanup_jobsets`` in an exit handler, and the run's ``Workflow`` as the JobSet's owner, are
+  what remove a stopped run's JobSet when the second is not enough.
 * **Credentials** are the pod's own: the ``pipeline-runner`` service account's token, in-cluster
   configuration at the ``kubernetes`` Service, and nothing but the shipped Roles
   (``kfp_components/rbac/``). Not run: the KFP launcher binary in front of the command (it
@@ -39,6 +43,7 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -100,8 +105,33 @@ def executor_input(
     }
 
 
-def step_pod(
-    component: str, inputs: dict[str, Any], name: str, real_node: Any, retry_index: int
+#: PID 1 of a step's pod: Debian's ``tini``, sending the signals it gets to the step's group.
+TINI = ("tini", "-g", "--")
+#: PID 1 as KFP's emissary at its most generous: on SIGTERM it signals the step's process group,
+#: and ends the container one second later (the emissary looks once a second whether its child,
+#: KFP's launcher binary, which exits at once, is gone; at its least it is at once). Its child
+#: is in a group of its own, as the emissary starts it.
+EMISSARY = (
+    "python3",
+    "-c",
+    "import os, signal, subprocess, sys, time\n"
+    "child = subprocess.Popen(sys.argv[1:], start_new_session=True)\n"
+    "def forward(signum, frame):\n"
+    "    os.killpg(child.pid, signum)\n"
+    "    time.sleep(1.0)\n"
+    "    os._exit(128 + signum)\n"
+    "signal.signal(signal.SIGTERM, forward)\n"
+    "sys.exit(child.wait())\n",
+)
+
+
+def step_pod(  # noqa: PLR0917
+    component: str,
+    inputs: dict[str, Any],
+    name: str,
+    real_node: Any,
+    retry_index: int,
+    pid1: tuple[str, ...] = TINI,
 ) -> dict[str, Any]:
     """The pod of one attempt of a step, as the KFP backend makes it (see the module)."""
     container, _ = _component(component)
@@ -129,7 +159,7 @@ def step_pod(
                 "name": "main",
                 "image": LAUNCHER_IMAGE,
                 "imagePullPolicy": "Never",
-                "command": ["tini", "-g", "--", *command],
+                "command": [*pid1, *command],
                 "args": args,
                 "env": env,
                 "securityContext": restricted,
@@ -168,11 +198,11 @@ class Step:
         #: The pods' controller owner (the run's Workflow, as Argo makes its pods).
         self.owner: dict[str, Any] | None = None
 
-    def attempt(self) -> str:
+    def attempt(self, pid1: tuple[str, ...] = TINI) -> str:
         """Start the next attempt (a retry: the same inputs in a new pod); its pod's name."""
         index = len(self.attempts)
         name = f"{self.task}-{self.run_id[:8]}-{index}"
-        body = step_pod(self.component, self.inputs, name, self.real_node, index)
+        body = step_pod(self.component, self.inputs, name, self.real_node, index, pid1)
         if self.owner is not None:
             body["metadata"]["ownerReferences"] = [self.owner]
         self.devcluster.core.create_namespaced_pod(self.namespace, body)
@@ -284,6 +314,45 @@ def test_a_retry_after_a_killed_pod_reattaches(
     assert labels["jobset-core/kfp-run-id"] == step.run_id
     assert labels["jobset-core/kfp-task-name"] == step.task
     assert labels["jobset-core/kfp-task-id"] == "17"
+
+
+@pytest.mark.parametrize("backend", ["controller", "native"])
+def test_a_deleted_pod_deletes_its_jobset(
+    backend: str, launch: Any, devcluster: Any, cluster_namespace: str
+) -> None:
+    """The step's pod is deleted mid-run: the kubelet sends SIGTERM within the pod's grace
+    period, PID 1 (KFP's emissary at its most, :data:`EMISSARY`) passes it to the step's
+    process group through the compiled command's shell, and the launcher's handler deletes the
+    JobSet with the pod's own credentials within that second. A launcher without the handler, a
+    handler slower than a second (one that waits for its wait loop to notice, say), or a Role
+    without ``delete`` would leave the JobSet: it has no owner here and never finishes."""
+    step = launch(backend, make_jobset(annotations=annotations(never_finish="true")))
+    name = step.attempt(EMISSARY)
+
+    def running() -> bool:
+        found = runs(devcluster, cluster_namespace, backend)
+        return bool(found) and bool(run_status(found[0], backend).get("replicatedJobsStatus"))
+
+    devcluster.wait_for(running, 120, desc="the step's JobSet to run")
+    devcluster.wait_for(lambda: "created" in step.log(name), 30, desc="the step to say so")
+    lines: list[str] = []  # the log is gone with the container: read it as it is written
+    stream = devcluster.core.read_namespaced_pod_log(
+        name, cluster_namespace, follow=True, _preload_content=False
+    )
+    reader = threading.Thread(
+        target=lambda: lines.extend(line.decode() for line in stream), daemon=True
+    )
+    reader.start()
+    devcluster.core.delete_namespaced_pod(name, cluster_namespace, grace_period_seconds=30)
+    started = time.monotonic()
+    reader.join(40)  # the stream ends with the container (or at SIGKILL, 30 s on)
+    ended = time.monotonic() - started
+    log = "".join(lines)
+    left = runs(devcluster, cluster_namespace, backend)
+    assert all(r["metadata"].get("deletionTimestamp") for r in left), f"not deleted:\n{log}"
+    assert "terminated by SIGTERM" in log and "(DELETE sent)" in log, log
+    assert ended < 20, f"the pod ended {ended:.1f} s after its deletion, not at the signal"
+    devcluster.wait_for(lambda: gone(devcluster, cluster_namespace, backend), 60, desc="deletion")
 
 
 def test_the_exit_handler_removes_what_the_run_left(

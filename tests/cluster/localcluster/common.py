@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 #: tests/cluster: the wrapper Go modules, the kwok stages, the entry script live here.
@@ -67,3 +70,17 @@ def component_env(root: Path) -> dict:
 def stamp() -> str:
     """The current UTC time as state.json records it."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@contextlib.contextmanager
+def exclusive(lock_file: Path, what: str) -> Iterator[None]:
+    """Hold ``lock_file`` (an flock, across processes and checkouts); say so when ``what`` (a
+    build) is already running elsewhere and this one waits for it."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as lockf:
+        try:
+            fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another {what} is running; waiting for it ...")
+            fcntl.flock(lockf, fcntl.LOCK_EX)
+        yield

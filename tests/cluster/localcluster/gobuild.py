@@ -3,8 +3,6 @@ hash-keyed cache (``~/.cache/airflow-provider-jobset/<bundle>/<key>/``, under a 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +21,7 @@ from .common import (
     REPO,
     cache_root,
     die,
+    exclusive,
     fmt_secs,
     log,
 )
@@ -353,18 +352,9 @@ def prune_cache(root: Path, keep: Path, max_builds: int = 3) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-@contextlib.contextmanager
 def build_lock():
-    """One build at a time on this machine (Go builds, image builds), across checkouts."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".build.lock", "w") as lockf:
-        try:
-            fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log("another devcluster build is running; waiting for it ...")
-            fcntl.flock(lockf, fcntl.LOCK_EX)
-        yield
+    """One Go build at a time on this machine, across checkouts."""
+    return exclusive(cache_root() / ".build.lock", "devcluster build")
 
 
 def _warm(bundle: str, quiet: bool) -> Path | None:

@@ -12,6 +12,9 @@ imports the archives into the node's containerd; nothing is ever pulled.
 * ``devcluster.local/python-jax:1``: Debian's Python 3, the lock ``images/python.txt`` (JAX
   for CPU, the launcher's dependencies) and ``examples/workloads/*.py`` in
   ``/opt/jobset-examples``;
+* ``devcluster.local/python-torch:1``: Debian's CPU build of PyTorch (``python3-torch``) on
+  the same Debian Python, cut down to what ``torch`` loads (see :func:`_torch_rootfs`), and
+  ``examples/workloads/*.py`` in ``/opt/jobset-examples``;
 * ``devcluster.local/kfp-launcher:1``: the KFP components' launcher image, as
   ``kfp_components/Dockerfile`` makes it: the same Debian Python (the python-jax image's base
   layer, stored once), the KFP SDK and the core's dependencies at the versions of the KFP
@@ -34,8 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import ociarchive
-from .common import HERE, REPO, cache_root, die, fmt_secs, log
-from .gobuild import build_lock
+from .common import HERE, REPO, cache_root, die, exclusive, fmt_secs, log
 from .procs import log_tail
 
 #: Bump when a recipe below changes in a way that must rebuild the images.
@@ -44,6 +46,7 @@ PAUSE_REF = "devcluster.local/pause:1"
 SHELL_REF = "devcluster.local/shell:1"
 PYTHON_REF = "devcluster.local/python-jax:1"
 LAUNCHER_REF = "devcluster.local/kfp-launcher:1"
+TORCH_REF = "devcluster.local/python-torch:1"
 #: File times in every layer are clamped to this (the images do not depend on the date).
 EPOCH = 0
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
@@ -66,6 +69,27 @@ PYTHON_PACKAGES = [
     "tini",
 ]
 SHELL_PACKAGES = ["busybox-static"]
+#: The torch image: Debian's CPU PyTorch (bookworm: 1.13) on the Python image's packages. Its
+#: Depends unpack to ~1.3 GB (OpenCV, ffmpeg, GDAL, Qt5, LLVM, ...); the image keeps the Python
+#: packages that ``TORCH_IMPORTS`` load and the shared libraries they need (:func:`_torch_rootfs`).
+TORCH_PACKAGES = [*PYTHON_PACKAGES, "python3-torch"]
+TORCH_IMPORTS = (
+    "torch",
+    "torch.distributed",
+    "torch.distributed.run",
+    "torch.multiprocessing",
+    "torch.nn.parallel",
+    "torch.optim",
+    "torch.utils.data",
+)
+#: Bump when the torch image's recipe changes (the other images keep their keys).
+TORCH_RECIPE = "1"
+#: Programs of the torch image (``bin``/``usr/bin``): every other program of its packages goes.
+TORCH_PROGRAMS = ("busybox", "dash", "python3", "sh", "tini", "torchrun")
+#: Where the dynamic loader looks (Debian's multiarch order); a library found only in a folder
+#: below ``usr/lib/<triplet>`` (what update-alternatives links, e.g. ``blas/libblas.so.3``)
+#: gets the link the alternative would have made.
+LIBRARY_DIRS = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib", "usr/lib", "lib64")
 #: Wheels are chosen for this glibc floor (manylinux_2_28 runs on Debian >= 10).
 WHEEL_PLATFORM = "x86_64-manylinux_2_28"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -143,19 +167,24 @@ def launcher_requirements() -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
-def keys(node_bin: Path) -> dict[str, str]:
+def keys(node_bin: Path | None) -> dict[str, str]:
+    """The cache key of every image and cached layer (``pause`` only with the node's binaries:
+    its one program is the node build's)."""
     suite = debian_suite()
     base = _sha(IMAGE_RECIPE, "python-base", suite, *PYTHON_PACKAGES, PY_LOCK.read_bytes())
     work = _sha(*(f"{p.name}:{_file_sha(p)}" for p in workload_files()))
     kfp = _sha(IMAGE_RECIPE, "kfp-deps", base, KFP_LOCK.read_bytes(), *launcher_requirements())
     ours = _sha(*(f"{p.relative_to(REPO)}:{_file_sha(p)}" for p in launcher_files()))
+    torch = _sha(IMAGE_RECIPE, "torch-base", TORCH_RECIPE, suite, *TORCH_PACKAGES, *TORCH_IMPORTS)
     return {
-        "pause": _sha(IMAGE_RECIPE, "pause", _file_sha(node_bin / "pause")),
+        "pause": _sha(IMAGE_RECIPE, "pause", _file_sha(node_bin / "pause")) if node_bin else "",
         "shell": _sha(IMAGE_RECIPE, "shell", suite, *SHELL_PACKAGES),
         "python-base": base,
         "python": _sha(IMAGE_RECIPE, "python", base, work),
         "kfp-deps": kfp,
         "launcher": _sha(IMAGE_RECIPE, "launcher", kfp, ours),
+        "torch-base": torch,
+        "torch": _sha(IMAGE_RECIPE, "torch", torch, work),
     }
 
 
@@ -178,7 +207,7 @@ def _record(name: str, key: str) -> dict:
     }
 
 
-IMAGE_NAMES = ("pause", "shell", "python", "launcher")
+IMAGE_NAMES = ("pause", "shell", "python", "launcher", "torch")
 
 
 def cached_images(node_bin: Path) -> dict[str, dict] | None:
@@ -204,21 +233,39 @@ def build(node_bin: Path, quiet: bool = False) -> dict[str, dict]:
         if not quiet:
             log(f"images are cached in {images_root()} (warm, nothing to build)")
         return existing
-    with build_lock():
+    _build_all(node_bin)
+    return cached_images(node_bin) or {}
+
+
+def build_early() -> None:
+    """Build (or reuse) every image that needs no node binary: all but ``pause``. Mostly
+    downloads, unpacking and writing archives, so it runs beside the control plane's Go build
+    (``lifecycle.cmd_build``); :func:`build` then has only ``pause`` left."""
+    _build_all(None)
+
+
+def _build_all(node_bin: Path | None) -> None:
+    with images_lock():
         k = keys(node_bin)
         images_root().mkdir(parents=True, exist_ok=True)
         steps = [
-            ("pause", PAUSE_REF, lambda work: _pause_layers(node_bin, work)),
             ("shell", SHELL_REF, _shell_layers),
             ("python", PYTHON_REF, lambda work: _python_layers(k["python-base"], work)),
             ("launcher", LAUNCHER_REF, lambda work: _launcher_layers(k, work)),
+            ("torch", TORCH_REF, lambda work: _torch_layers(k["torch-base"], work)),
         ]
+        if node_bin:
+            steps.insert(0, ("pause", PAUSE_REF, lambda work: _pause_layers(node_bin, work)))
         for name, ref, layers_fn in steps:
-            if _cached(name, k[name]):
-                continue
-            _build_one(name, ref, k[name], layers_fn)
+            if not _cached(name, k[name]):
+                _build_one(name, ref, k[name], layers_fn)
         _prune()
-        return cached_images(node_bin) or {}
+
+
+def images_lock():
+    """One image build at a time on this machine, across checkouts (Go builds have their own
+    lock: the two may run at once)."""
+    return exclusive(images_root() / ".images.lock", "devcluster image build")
 
 
 @contextlib.contextmanager
@@ -374,11 +421,12 @@ def _shell_layers(work: Path):
     return [layer], config, {"debian_packages": debs}
 
 
-def _base_layer(base_key: str) -> tuple[ociarchive.Layer, dict]:
-    """The Python images' shared base layer (built once), and what its manifest says."""
-    base = _cached("python-base", base_key, "layer.tar")
+def _base_layer(base_key: str, name: str = "python-base") -> tuple[ociarchive.Layer, dict]:
+    """An image's big cached base layer (built once; the Python images share theirs), and
+    what its manifest says."""
+    base = _cached(name, base_key, "layer.tar")
     if base is None:
-        base = _python_base(base_key)
+        base = (_torch_base if name == "torch-base" else _python_base)(base_key)
     base_info = json.loads((base / "manifest.json").read_text())
     base_layer = ociarchive.Layer(
         base / "layer.tar", base_info["digest"], base_info["size"], base_info["comment"]
@@ -386,8 +434,8 @@ def _base_layer(base_key: str) -> tuple[ociarchive.Layer, dict]:
     return base_layer, base_info
 
 
-def _python_layers(base_key: str, work: Path):
-    base_layer, base_info = _base_layer(base_key)
+def _programs_layer(work: Path) -> ociarchive.Layer:
+    """``examples/workloads/*.py`` in ``/opt/jobset-examples`` (a small layer of its own)."""
     rootfs = work / "rootfs"
     target = rootfs / WORKLOADS_IN_IMAGE.lstrip("/")
     target.mkdir(parents=True)
@@ -398,14 +446,28 @@ def _python_layers(base_key: str, work: Path):
         if d == rootfs:
             break
         os.chmod(d, 0o755)
-    programs = _layer(rootfs, work / "programs.tar", "programs: examples/workloads/*.py")
-    config = {
-        "Cmd": ["python3"],
-        "Env": [PATH_ENV, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "LANG=C.UTF-8"],
-        "WorkingDir": "/",
-    }
+    return _layer(rootfs, work / "programs.tar", "programs: examples/workloads/*.py")
+
+
+PYTHON_CONFIG = {
+    "Cmd": ["python3"],
+    "Env": [PATH_ENV, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "LANG=C.UTF-8"],
+    "WorkingDir": "/",
+}
+
+
+def _python_layers(base_key: str, work: Path):
+    base_layer, base_info = _base_layer(base_key)
+    programs = _programs_layer(work)
     extra = {k: base_info[k] for k in ("debian_packages", "python", "pypi_lock_sha256")}
-    return [base_layer, programs], config, extra
+    return [base_layer, programs], dict(PYTHON_CONFIG), extra
+
+
+def _torch_layers(base_key: str, work: Path):
+    base_layer, base_info = _base_layer(base_key, "torch-base")
+    programs = _programs_layer(work)
+    extra = {k: base_info[k] for k in ("debian_packages", "python", "torch", "kept")}
+    return [base_layer, programs], dict(PYTHON_CONFIG), extra
 
 
 def _launcher_layers(k: dict[str, str], work: Path):
@@ -486,6 +548,265 @@ def _python_base(key: str) -> Path:
         return f"python base: Debian {' '.join(debs)}; PyPI {PY_LOCK.name}", meta
 
     return _cached_layer("python-base", key, "python base layer", build)
+
+
+def _torch_base(key: str) -> Path:
+    """The torch image's layer: ``TORCH_PACKAGES`` unpacked, then cut down to what torch
+    loads (:func:`_torch_rootfs`), byte-compiled, and checked by a real all-reduce."""
+
+    def build(rootfs: Path, work: Path) -> tuple[str, dict]:
+        debs = _debian_rootfs(rootfs, TORCH_PACKAGES, work)
+        t1 = time.monotonic()
+        py, kept = _torch_rootfs(rootfs, work)
+        _busybox_applets(rootfs)
+        _etc(rootfs)
+        _compile(rootfs, py, work, f"/usr/lib/{py}", "/usr/lib/python3/dist-packages")
+        version = _torch_check(rootfs, py)
+        took = fmt_secs(time.monotonic() - t1)
+        log(f"    cut to what torch loads, byte code, all-reduce check ({took})")
+        meta = {"debian_packages": debs, "python": py, "torch": version, "kept": kept}
+        return f"python-torch base: Debian {' '.join(debs)}; kept what torch loads", meta
+
+    return _cached_layer("torch-base", key, "torch base layer", build)
+
+
+def _elf_dynamic(path: Path) -> tuple[list[str], list[str]]:
+    """The ``NEEDED`` names and the ``RUNPATH``/``RPATH`` folders of an ELF file."""
+    out = subprocess.run(
+        ["readelf", "-dW", str(path)], capture_output=True, text=True, check=False
+    ).stdout
+    needed: list[str] = []
+    runpath: list[str] = []
+    for line in out.splitlines():
+        m = re.search(r"\((NEEDED|RUNPATH|RPATH)\)\s+\S+ \S+ \[(.*)\]", line)
+        if m and m.group(1) == "NEEDED":
+            needed.append(m.group(2))
+        elif m:
+            runpath += m.group(2).split(":")
+    return needed, runpath
+
+
+def _is_elf(path: Path) -> bool:
+    if path.is_symlink() or not path.is_file():
+        return False
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def _keep_chain(rootfs: Path, path: Path, keep: set[Path]) -> Path:
+    """Keep ``path`` and every link on the way to the file it names (inside ``rootfs``);
+    return that file."""
+    for _ in range(40):
+        keep.add(path)
+        if not path.is_symlink():
+            return path
+        target = os.readlink(path)
+        path = rootfs / target.lstrip("/") if target.startswith("/") else path.parent / target
+        path = Path(os.path.normpath(path))
+        if not path.is_relative_to(rootfs):
+            return path
+    return path
+
+
+def _torch_rootfs(rootfs: Path, work: Path) -> tuple[str, dict[str, object]]:
+    """Cut the unpacked ``TORCH_PACKAGES`` down to what torch needs, in place.
+
+    Kept: ``etc``, ``var``, the standard library (no ``test``), ``TORCH_PROGRAMS``, the
+    packages of ``usr/lib/python3/dist-packages`` that importing ``TORCH_IMPORTS`` loads (in
+    a chroot of the full tree: ``sys.modules``; torch's C++ test programs in ``torch/bin``
+    excepted), and the shared libraries all of their ELF files need (``NEEDED``,
+    transitively) or that the importing process mapped (its ``/proc/<pid>/maps``: what it
+    ``dlopen``ed too). Every other file goes (``usr/share``, the other programs and
+    libraries). torch's own libraries need OpenCV, ffmpeg and (through them) GDAL and Qt5
+    at load time, so those stay: ~600 of ~1,100 MB. Returns the Python and the counts of
+    files kept and removed (and the programs left out for a missing library)."""
+    pythons = sorted(p.name for p in (rootfs / "usr" / "bin").glob("python3.*"))
+    pythons = [p for p in pythons if re.fullmatch(r"python3\.\d+", p)]
+    if not pythons:
+        die(f"no python3.X in the Debian rootfs {rootfs}")
+    py = pythons[-1]
+    keep: set[Path] = set()
+    resolved: dict[str, Path | None] = {}
+
+    def find(name: str, runpath: list[str], origin: Path) -> Path | None:
+        dirs = [
+            (origin / d.removeprefix("$ORIGIN").lstrip("/"))
+            if d.startswith("$ORIGIN")
+            else rootfs / d.lstrip("/")
+            for d in runpath
+        ]
+        dirs += [rootfs / d for d in LIBRARY_DIRS]
+        for d in dirs:
+            if os.path.lexists(d / name):
+                return d / name
+        if name not in resolved:
+            triplet = rootfs / LIBRARY_DIRS[1]
+            found = sorted(triplet.glob(f"*/{name}"))
+            resolved[name] = None
+            if found:  # an alternative: link it where the loader looks
+                link = triplet / name
+                link.symlink_to(found[0].relative_to(triplet))
+                resolved[name] = link
+        return resolved[name]
+
+    broken: set[Path] = set()  # ELF files needing a library no package ships (tests)
+
+    def closure(roots: list[Path]) -> None:
+        todo = list(roots)
+        done: set[Path] = set()
+        while todo:
+            real = _keep_chain(rootfs, todo.pop(), keep)
+            if real in done or not _is_elf(real):
+                continue
+            done.add(real)
+            needed, runpath = _elf_dynamic(real)
+            for name in needed:
+                lib = find(name, runpath, real.parent)
+                if lib is None:
+                    broken.add(real)
+                else:
+                    todo.append(lib)
+
+    site = rootfs / "usr" / "lib" / "python3" / "dist-packages"
+    stdlib = rootfs / "usr" / "lib" / py
+    programs = [
+        rootfs / d / name
+        for d in ("bin", "usr/bin")
+        for name in (*TORCH_PROGRAMS, py)
+        if os.path.lexists(rootfs / d / name)
+    ]
+    # What the import loads needs its libraries first (the alternatives' links included).
+    extensions = [*sorted((stdlib / "lib-dynload").glob("*.so")), *sorted(site.rglob("*.so"))]
+    closure([*programs, *extensions])
+    code = (
+        "import json, os, sys\n"
+        + "".join(f"import {m}\n" for m in TORCH_IMPORTS)
+        + "files = sorted({getattr(m, '__file__', None) or '' for m in [*sys.modules.values()]})\n"
+        "print(json.dumps({'pid': os.getpid(), 'files': files}), flush=True)\n"
+        "sys.stdin.read()\n"  # mapped until the builder has read its /proc/<pid>/maps
+    )
+    proc = subprocess.Popen(
+        [CHROOT, str(rootfs), f"/usr/bin/{py}", "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+    line = proc.stdout.readline()
+    try:
+        trace = json.loads(line)
+        # the loader's view: every file mapped, the dlopened ones too (paths from the host)
+        regions = Path(f"/proc/{trace['pid']}/maps").read_text().splitlines()
+    except (ValueError, OSError):
+        proc.kill()
+        die(f"torch image: the full tree cannot import torch:\n{proc.stderr.read()[-3000:]}")
+    proc.stdin.close()
+    proc.wait()
+    mapped = sorted({r.split(None, 5)[5] for r in regions if len(r.split(None, 5)) == 6})
+    packages = set()
+    for f in trace["files"]:
+        p = rootfs / f.lstrip("/")
+        if p.is_relative_to(site):
+            packages.add(p.relative_to(site).parts[0].split(".")[0])
+    kept_site = [
+        p
+        for p in sorted(site.iterdir())
+        if p.name.split(".")[0] in packages
+        or (p.suffix in (".dist-info", ".egg-info") and p.name.split("-")[0] in packages)
+    ]
+    for p in kept_site:
+        keep.add(p)
+        keep.update(p.rglob("*"))
+    keep.update(p for p in stdlib.rglob("*") if p.relative_to(stdlib).parts[0] != "test")
+    for top in ("dev", "etc", "var", "tmp", "root", "run", "lib64"):
+        keep.update((rootfs / top).rglob("*"))
+    loaded = [Path(m) for m in mapped if Path(m).is_relative_to(rootfs) and Path(m).is_file()]
+    elves = [p for p in sorted(keep) if _is_elf(p)]
+    # the C++ test programs in torch/bin (its torch_shm_manager stays: torch needs it)
+    torch_bin = site / "torch" / "bin"
+    tests = {p for p in elves if p.parent == torch_bin and p.name != "torch_shm_manager"}
+    keep -= tests
+    elves = [p for p in elves if p not in tests]
+    # the libraries of what is kept, and everything the import mapped
+    closure([*programs, *elves, *loaded])
+    keep -= broken
+    kept = removed = 0
+    for dirpath, dirnames, filenames in os.walk(rootfs, topdown=False):
+        d = Path(dirpath)
+        for name in filenames + [n for n in dirnames if (d / n).is_symlink()]:
+            p = d / name
+            if p in keep:
+                kept += 1
+            else:
+                p.unlink()
+                removed += 1
+        if rootfs not in (d, d.parent) and not any(d.iterdir()):
+            d.rmdir()
+    # links whose target went (torch/lib/*.so of the libraries nothing loads)
+    for p in sorted(rootfs.rglob("*")):
+        if p.is_symlink() and not _keep_chain(rootfs, p, set()).exists():
+            p.unlink()
+            kept -= 1
+            removed += 1
+    gone = sorted(str(p.relative_to(rootfs)) for p in broken)
+    if gone:
+        log(f"    torch image: left out {len(gone)} programs that need missing libraries")
+    return py, {"files_kept": kept, "files_removed": removed, "left_out": gone}
+
+
+def _torch_check(rootfs: Path, py: str) -> str:
+    """Two processes under the image's ``torchrun`` all-reduce over gloo on 127.0.0.1 (in a
+    chroot of the cut tree): what was cut was not needed. Returns torch's version."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    program = (
+        "import os, torch, torch.distributed as d\n"
+        "d.init_process_group('gloo')\n"
+        "t = torch.tensor([float(os.environ['RANK']) + 1.0])\n"
+        "d.all_reduce(t)\n"
+        "assert t.item() == 3.0, t\n"
+        "if d.get_rank() == 0:\n"  # one line: two processes' prints would interleave
+        "    print('torch', torch.__version__, flush=True)\n"
+        "d.destroy_process_group()\n"
+    )
+    (rootfs / "tmp" / "torch_check.py").write_text(program)
+    try:
+        r = subprocess.run(
+            [
+                CHROOT,
+                str(rootfs),
+                f"/usr/bin/{py}",
+                "/usr/bin/torchrun",
+                "--nnodes=1",
+                "--nproc_per_node=2",
+                "--redirects=2",
+                "--tee=2",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                "/tmp/torch_check.py",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+        )
+    finally:  # the program, and torchrun's logs (random names): /tmp stays empty
+        for entry in (rootfs / "tmp").iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    m = re.search(r"torch (\S+)", r.stdout)
+    if r.returncode != 0 or m is None:
+        die(f"torch image: the all-reduce check failed:\n{(r.stdout + r.stderr)[-3000:]}")
+        return ""
+    return m.group(1)
 
 
 def _cached_layer(name: str, key: str, what: str, build) -> Path:
@@ -572,7 +893,7 @@ def _finish_python_rootfs(rootfs: Path, site: Path, py: str, work: Path) -> str:
     return check.stdout.strip()
 
 
-def _compile(rootfs: Path, py: str, work: Path) -> None:
+def _compile(rootfs: Path, py: str, work: Path, *dirs: str) -> None:
     """Byte-compile the stdlib and the packages with the image's own Python (in a chroot):
     hash-based pycs and a fixed hash seed make the result reproducible."""
     r = subprocess.run(
@@ -586,8 +907,7 @@ def _compile(rootfs: Path, py: str, work: Path) -> None:
             "-q",
             "--invalidation-mode",
             "unchecked-hash",
-            f"/usr/lib/{py}",
-            f"/usr/local/lib/{py}/dist-packages",
+            *(dirs or (f"/usr/lib/{py}", f"/usr/local/lib/{py}/dist-packages")),
         ],
         capture_output=True,
         text=True,

@@ -76,12 +76,17 @@ def proc_pgid(pid: int) -> int | None:
         return None
 
 
-def proc_is_zombie(pid: int) -> bool:
+def _dead(stat: str) -> bool:
+    """Whether the process or thread of a ``stat`` file has exited (or is gone)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        with open(stat) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except (OSError, IndexError):
         return True
+
+
+def proc_is_zombie(pid: int) -> bool:
+    return _dead(f"/proc/{pid}/stat")
 
 
 def component_alive(c: dict) -> bool:
@@ -92,10 +97,24 @@ def component_alive(c: dict) -> bool:
     return st is not None and st == c.get("start_time") and not proc_is_zombie(pid)
 
 
+def proc_exiting(pid: int) -> bool:
+    """Is a zombie leader's thread group still exiting? A SIGKILLed multi-threaded process
+    (Go) shows its leader as ``Z`` while its other threads still unwind and still hold its
+    files: its listening sockets among them (a restart that binds the same port then fails)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(not _dead(f"/proc/{pid}/task/{t}/stat") for t in tasks if t != str(pid))
+
+
 def group_members(pgid: int) -> list[int]:
+    """The live processes of a group: a zombie leader whose threads still exit counts."""
     out = []
     for d in os.listdir("/proc"):
-        if d.isdigit() and proc_pgid(int(d)) == pgid and not proc_is_zombie(int(d)):
+        if not d.isdigit() or proc_pgid(int(d)) != pgid:
+            continue
+        if not proc_is_zombie(int(d)) or proc_exiting(int(d)):
             out.append(int(d))
     return out
 
