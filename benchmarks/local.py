@@ -12,23 +12,28 @@ validation throughput    the same, back to back                  dry runs back t
 DAG-file import          ``airflow_provider_jobset.operators``   the ``job`` operators module of
                                                                  ``cncf.kubernetes``
 operator from YAML       ``JobSetOperator(jobset=text)``         ``KubernetesJobOperator(job_
-                                                                 template_file=...)`` / YAML load
+                         (and, in its params, the first one a    template_file=...)`` / YAML load
+                         fresh interpreter builds, as a DAG
+                         processor's parse does)
 validation at scale      load + validate 1,000 and 5,000         ``yaml.load_all`` of the same
                          replicated jobs, a file of 10,000       text with libyaml (read, nothing
                          JobSets                                 checked)
 =======================  ======================================  ===============================
+
+Timed processes run with bytecode, as an installed package does (:func:`_with_bytecode`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -58,11 +63,29 @@ class _ImportParams(TypedDict):
     module: str
 
 
+def _with_bytecode(ctx: Context, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a process timed as an installed package runs it: with its bytecode.
+
+    The project's environment installs this checkout in editable mode (no bytecode), and an
+    environment may set ``PYTHONDONTWRITEBYTECODE``: every start would then compile the
+    checkout's modules (about 0.1 s for ``jobsetctl validate``), which an installed wheel,
+    compiled at install, never does. The timed processes share a bytecode folder of the
+    run's own (``PYTHONPYCACHEPREFIX``; nothing is written into the checkout), filled by an
+    untimed first run of each subject.
+    """
+    out = dict(env, PYTHONPYCACHEPREFIX=str(ctx.work / "bytecode"))
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    return out
+
+
 def _inproc(ctx: Context, spec: dict[str, Any]) -> Any:
-    env = dict(
-        os.environ,
-        AIRFLOW_HOME=str(ctx.work / "airflow-home"),
-        KUBECONFIG=str(ctx.cluster.kubeconfig),
+    env = _with_bytecode(
+        ctx,
+        dict(
+            os.environ,
+            AIRFLOW_HOME=str(ctx.work / "airflow-home"),
+            KUBECONFIG=str(ctx.cluster.kubeconfig),
+        ),
     )
     args = ["-m", "benchmarks.inproc", json.dumps(spec)]
     return _python(args, f"benchmarks.inproc {spec['what']}", timeout=600, env=env)
@@ -84,14 +107,23 @@ def _python(args: list[str], what: str, *, timeout: float, env: Any = None) -> A
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _timed(argv: list[str], env: dict[str, str], times: int) -> list[float]:
+def _timed(
+    argv: list[str], env: dict[str, str], times: int, cpu: list[float] | None = None
+) -> list[float]:
+    """Wall seconds of ``times`` runs of ``argv``; with ``cpu``, each run's CPU seconds (user
+    and system, of the process and what it waited for) are appended to it: on a shared
+    machine the wall time moves with the load, the CPU time much less."""
     took = []
     for _ in range(times):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
             argv, env=env, capture_output=True, text=True, check=False, timeout=120
         )
         took.append(time.perf_counter() - started)
+        if cpu is not None:
+            now = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime)
         if done.returncode != 0:
             raise RuntimeError(
                 f"{' '.join(argv)} failed: {done.stdout[-1000:]}{done.stderr[-1000:]}"
@@ -118,11 +150,16 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
     jobset = pytorch_ddp("ddp", "torch", ["train.py"], nodes=4, procs_per_node=8, gpus_per_node=8)
     path = ctx.work / "jobset.yaml"
     path.write_text(dump_yaml(jobset), encoding="utf-8")
-    env = dict(os.environ, KUBECONFIG=str(ctx.cluster.kubeconfig))
+    plain = dict(os.environ, KUBECONFIG=str(ctx.cluster.kubeconfig))
+    env = _with_bytecode(ctx, plain)
     times = ctx.profile.starts
-    jobsetctl = str(Path(sys.executable).parent / "jobsetctl")
-    _timed([jobsetctl, "validate", str(path)], env, 1)  # warm the page cache, like a user's
-    ours = _timed([jobsetctl, "validate", str(path)], env, times)
+    jobsetctl = [str(Path(sys.executable).parent / "jobsetctl"), "validate", str(path)]
+    _timed(jobsetctl, env, 1)  # warm the page cache, like a user's, and write the bytecode
+    ours_cpu: list[float] = []
+    ours = _timed(jobsetctl, env, times, ours_cpu)
+    # As earlier runs measured it: the checkout compiled at every start (an editable install
+    # where PYTHONDONTWRITEBYTECODE is set), for comparison with them.
+    compiled = _timed(jobsetctl, dict(plain, PYTHONDONTWRITEBYTECODE="1"), times)
     kubectl = [
         _kubectl(ctx),
         "create",
@@ -135,8 +172,11 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
         "name",
     ]
     _timed(kubectl, env, 1)
-    anchor = _timed(kubectl, env, times)
-    floor = _timed([sys.executable, "-c", "pass"], env, times)
+    anchor_cpu: list[float] = []
+    anchor = _timed(kubectl, env, times, anchor_cpu)
+    _timed([sys.executable, "-c", "pass"], env, 1)
+    floor_cpu: list[float] = []
+    floor = _timed([sys.executable, "-c", "pass"], env, times, floor_cpu)
 
     def p50(xs: Sequence[float]) -> float | None:
         return percentile(xs, 50)
@@ -154,6 +194,12 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
             floor_name="python -c pass (the interpreter's start)",
             max=max(ours),
             anchor_max=max(anchor),
+            bytecode="a folder of the run's own (PYTHONPYCACHEPREFIX), written by an untimed "
+            "first run, as an installed wheel has its modules compiled",
+            checkout_compiled_each_start_p50=p50(compiled),
+            cpu_p50=p50(ours_cpu),
+            anchor_cpu_p50=p50(anchor_cpu),
+            floor_cpu_p50=p50(floor_cpu),
         )
     ]
 
@@ -211,6 +257,8 @@ def _validation(ctx: Context, namespace: str) -> list[Figure]:
 
 def _imports(ctx: Context) -> list[Figure]:
     runs: dict[str, list[dict[str, float]]] = {OURS_MODULE: [], ANCHOR_MODULE: []}
+    for module in runs:  # untimed: writes each module's bytecode (see _with_bytecode)
+        _inproc(ctx, {"what": "import", "module": module})
     for _ in range(ctx.profile.imports):
         for module, found in runs.items():  # alternating: the same machine state for both
             found.append(_inproc(ctx, {"what": "import", "module": module}))
@@ -254,6 +302,15 @@ def _dagparse(ctx: Context) -> list[Figure]:
             "number": 50 if ctx.profile.name == "full" else 3,
         },
     )
+    fresh: dict[str, list[dict[str, float]]] = {"ours": [], "anchor": []}
+    for _ in range(ctx.profile.imports):
+        for subject, found_fresh in fresh.items():  # alternating, as the imports are
+            spec = {"what": "dagparse_fresh", "work": str(ctx.work), "subject": subject}
+            found_fresh.append(_inproc(ctx, spec))
+
+    def fresh_ms(subject: str, key: str) -> float:
+        return statistics.median(r[key] for r in fresh[subject]) * 1000
+
     return [
         Figure.of(
             "local: operator built from a YAML text at DAG parse (parsed before)",
@@ -269,6 +326,11 @@ def _dagparse(ctx: Context) -> list[Figure]:
             parse_time_read_ms=found["parse_time_read"] * 1000,
             parse_time_first_ms=found["parse_time_first"] * 1000,
             alias_bomb_ms=found["alias_bomb"] * 1000,
+            fresh_process_ms=fresh_ms("ours", "wall"),
+            anchor_fresh_process_ms=fresh_ms("anchor", "wall"),
+            fresh_process_cpu_ms=fresh_ms("ours", "cpu"),
+            anchor_fresh_process_cpu_ms=fresh_ms("anchor", "cpu"),
+            fresh_processes=ctx.profile.imports,
         )
     ]
 

@@ -25,7 +25,7 @@ from benchmarks import audit as A
 from benchmarks.context import Context
 from benchmarks.proc import Subject
 from benchmarks.results import Figure
-from benchmarks.workloads import finish_at, job_body, jobset_body
+from benchmarks.workloads import finish_at, gang, job_body, jobset_body
 
 __all__ = ["run"]
 
@@ -55,8 +55,7 @@ def _cost(
 
 def run(ctx: Context) -> list[Figure]:
     pods = ctx.profile.pods
-    per_job = 8 if pods >= 8 else pods
-    replicas = pods // per_job
+    replicas, per_job = gang(pods)
     namespace = ctx.cluster.namespaces("bench-pods", 1)[0]
     # Long enough for every pod to be created and run before they all end.
     ramp = ctx.profile.pods_ramp

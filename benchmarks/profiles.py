@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["FAMILIES", "PROFILES", "Profile"]
 
-FAMILIES = ("local", "detection", "native", "pods", "scale", "queue", "checks")
+FAMILIES = ("local", "detection", "native", "pods", "scale", "queue", "checks", "view")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class Profile:
         admitted: Queued tasks admitted at once when the queue's quota is freed.
         checks_submits: Submits timed with and without the server checks (checks family).
         checks_replicas: Replicas of each of the two replicated jobs of those submits.
+        view_loads: Timed loads of each page in the browser (view family; its JobSet has
+            ``pods`` pods, and ``2 * view_loads`` refreshes of each page's data are timed).
     """
 
     name: str
@@ -67,6 +69,7 @@ class Profile:
     admitted: int
     checks_submits: int
     checks_replicas: int
+    view_loads: int
 
     def with_overrides(self, pairs: Iterable[str]) -> Profile:
         """This profile with ``FIELD=VALUE`` overrides (``layouts=1,10``: a tuple)."""
@@ -111,6 +114,7 @@ PROFILES = {
         admitted=20,
         checks_submits=20,
         checks_replicas=50,
+        view_loads=5,
     ),
     "smoke": Profile(
         name="smoke",
@@ -135,5 +139,6 @@ PROFILES = {
         admitted=4,
         checks_submits=2,
         checks_replicas=2,
+        view_loads=1,
     ),
 }

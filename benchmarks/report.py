@@ -27,6 +27,7 @@ FAMILY_TITLES = {
     "local": "CLI, validation and import",
     "queue": "Kueue queues in one triggerer",
     "checks": "Server checks before a submit",
+    "view": "The JobSet tab in the Airflow UI",
 }
 
 
@@ -156,6 +157,17 @@ METHODS = {
         "the same submit without the checks (the run object's create, and for the native "
         "backend its first pass, which creates the Service and every child Job). Requests are "
         "the client's own count; the first submit of each backend warms up and is not counted."
+    ),
+    "view": (
+        "A real Airflow (API server, DAG processor, scheduler, triggerer) runs one deferrable "
+        "`JobSetOperator` whose JobSet's pods (Jobs of 8) keep running while it is measured. "
+        "Debian's Chromium (headless) loads the task try's JobSet page (what the JobSet tab "
+        "frames) and the Airflow UI's page of the task instance (its log), alternating, after "
+        "one untimed load of each: the first contentful paint, and the time until the page "
+        "shows what it is for (every pod in the grid; the try's log lines), both from the "
+        "navigation's start. The API server's CPU (its process group, from `/proc`) per "
+        "refresh of each page's data: the view's answer built afresh (3.2 s apart, past the "
+        "answer shared for 3 s) against the log as the UI reads it (`application/x-ndjson`)."
     ),
     "local": (
         "`jobsetctl validate FILE` as a process, against `kubectl create --dry-run=server` "

@@ -15,6 +15,7 @@ __all__ = [
     "BENCH_LABEL",
     "NEVER",
     "finish_at",
+    "gang",
     "iso",
     "job_body",
     "jobset_body",
@@ -24,6 +25,13 @@ __all__ = [
 #: On every object the benchmarks create (value: the run's id).
 BENCH_LABEL = "airflow-provider-jobset/bench"
 NEVER = {"devcluster/never-finish": "true"}
+
+
+def gang(pods: int) -> tuple[int, int]:
+    """How a JobSet of (about) ``pods`` pods is cut: Jobs of 8 pods (one Job below 8); the
+    number of Jobs and the pods of each."""
+    per_job = 8 if pods >= 8 else pods
+    return pods // per_job, per_job
 
 
 def iso(at: float) -> str:

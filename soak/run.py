@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from soak import lateness
 from soak.mix import LOCAL_QUEUE, PREEMPTER, Plan, dag_source, preempter_jobset
 from tests.airflow._harness import AirflowProcesses, airflow_processes
 from tests.cluster.faultproxy import FaultProxy
@@ -121,14 +122,10 @@ class Soak:
 # ---------------------------------------------------------------------- the watcher
 
 
-def _stamp(text: str | None) -> float | None:
-    return _iso(text)
-
-
 def _terminal(status: dict[str, Any]) -> tuple[str | None, float | None]:
     for condition in status.get("conditions") or []:
         if condition.get("type") in ("Completed", "Failed") and condition.get("status") == "True":
-            return condition["type"], _stamp(condition.get("lastTransitionTime"))
+            return condition["type"], lateness.epoch(condition.get("lastTransitionTime"))
     return None, None
 
 
@@ -185,7 +182,7 @@ def _record_workload(soak: Soak, obj: dict[str, Any], now: float, *, gone: bool)
         queued.evictions[reason] = max(queued.evictions.get(reason, 0), count)
     for condition in status.get("conditions") or []:
         if condition.get("type") == "Admitted" and condition.get("status") == "True":
-            at = _stamp(condition.get("lastTransitionTime"))
+            at = lateness.epoch(condition.get("lastTransitionTime"))
             if queued.admitted_at is None or (at is not None and at < queued.admitted_at):
                 queued.admitted_at = at
     if gone and queued.gone_at is None:
@@ -263,14 +260,18 @@ def watching(dc: DevCluster, soak: Soak) -> Iterator[None]:
 
 def _devcluster(*args: str, state_dir: Path) -> None:
     env = dict(os.environ, DEVCLUSTER_STATE_DIR=str(state_dir))
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, str(DEVCLUSTER), *args],
         env=env,
-        check=True,
+        check=False,
         timeout=300,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
+    if done.returncode:
+        said = " | ".join(done.stderr.strip().splitlines()[-6:])
+        raise RuntimeError(f"devcluster {' '.join(args)} exited {done.returncode}: {said}")
 
 
 def _worker_processes(ctx: AirflowProcesses, soak: Soak) -> list[tuple[int, str]]:
@@ -491,9 +492,9 @@ def run_soak(plan: Plan, dc: DevCluster, *, log: Any = print) -> Soak:
             with airflow_processes(dags, parallelism=slots, process_env=process_env) as ctx:
                 soak.airflow_home = str(ctx.home)
                 ctx.wait_parsed(DAG_ID)
-                ctx.cli("dags", "unpause", DAG_ID)
+                ctx.unpause(DAG_ID)
                 with watching(dc, soak):
-                    ctx.cli("dags", "trigger", DAG_ID, "--run-id", RUN_ID)
+                    ctx.trigger(DAG_ID, RUN_ID)
                     waiting = _all_waiting(ctx, soak)
                     if soak.cluster_queue:  # the queue's clock is the faults'
                         _release(dc, soak.cluster_queue)
@@ -597,9 +598,9 @@ def _wait_for_the_run(ctx: AirflowProcesses, soak: Soak) -> None:
 
 
 def _settled(dc: DevCluster, namespace: str) -> dict[str, list[str]]:
-    """What is left once the owners deleted what they created (the garbage collector gets a
-    minute for the pods of deleted Jobs)."""
-    settle = time.time() + 60
+    """What is left once the owners deleted what they created (the garbage collector gets
+    two minutes, as long as a start waits for a namesake being deleted)."""
+    settle = time.time() + 120  # the garbage collector after an API-server restart: ~1 min
     while True:
         left = _leftovers(dc, namespace)
         if not any(left.values()) or time.time() > settle:
@@ -630,6 +631,8 @@ def summarise(soak: Soak) -> dict[str, Any]:
     queue = _queue_rows(soak)
     rows = []
     wrong, missed, late = [], [], []
+    ours: list[float] = []  # the late seconds of our waiters (soak/lateness.py)
+    theirs: list[float] = []  # and Airflow's
     for task in plan.tasks:
         ti = tis.get(task.task_id, {})
         state = ti.get("state")
@@ -646,12 +649,16 @@ def summarise(soak: Soak) -> dict[str, Any]:
             else:
                 missed.append(f"{task.task_id} ({task.kind}): still {state}")
         # From the JobSet's own terminal condition: time in a queue is never lateness.
-        lateness = None
+        late_by, shares = None, None
         terminal_at = max((s.terminal_at for s in seen if s.terminal_at), default=None)
-        ended = _iso(ti.get("end_date"))
+        ended = lateness.epoch(ti.get("end_date"))
         if terminal_at is not None and ended is not None:
-            lateness = round(ended - terminal_at, 1)
-            late.append(lateness)
+            late_by = round(ended - terminal_at, 1)
+            late.append(late_by)
+            shares = _late_split(soak, task.task_id, ti.get("try_number"), terminal_at, ended)
+            if shares is not None:
+                ours.append(shares.ours)
+                theirs.append(shares.airflow)
         rows.append(
             {
                 "task_id": task.task_id,
@@ -661,7 +668,10 @@ def summarise(soak: Soak) -> dict[str, Any]:
                 "tries": ti.get("try_number"),
                 "jobset": jobset_said,
                 "jobsets_created": len(uids.get(task.task_id, ())),
-                "late_seconds": lateness,
+                "late_seconds": late_by,
+                "late_ours": None if shares is None else shares.ours,
+                "late_airflow": None if shares is None else shares.airflow,
+                "said_by": None if shares is None else shares.where,
                 "restarts": max((s.restarts for s in seen), default=0),
                 **queue.get(task.task_id, {}),
             }
@@ -677,11 +687,13 @@ def summarise(soak: Soak) -> dict[str, Any]:
     ]
     task_hours = 0.0
     for ti in soak.tis:
-        start, end = _iso(ti.get("start_date")), _iso(ti.get("end_date"))
+        start, end = lateness.epoch(ti.get("start_date")), lateness.epoch(ti.get("end_date"))
         if start is not None:
             task_hours += ((end or soak.finished) - start) / 3600
     requests = [
-        e for e in soak.audit if soak.started <= (_iso(e.get("requestReceivedTimestamp")) or 0)
+        e
+        for e in soak.audit
+        if soak.started <= (lateness.epoch(e.get("requestReceivedTimestamp")) or 0)
     ]
     by_verb: dict[str, int] = {}
     for event in requests:
@@ -698,11 +710,10 @@ def summarise(soak: Soak) -> dict[str, Any]:
         "deserved_state": len(plan.tasks) - len(wrong) - len(missed),
         "wrong_state": wrong,
         "missed_terminal": missed,
-        "late_seconds": {
-            "max": late[-1] if late else None,
-            "p50": late[len(late) // 2] if late else None,
-            "p95": late[min(len(late) - 1, int(len(late) * 0.95))] if late else None,
-        },
+        "late_seconds": _spread(late),
+        "late_ours": _spread(sorted(ours)),
+        "late_airflow": _spread(sorted(theirs)),
+        "late_unsplit": len(late) - len(ours),
         "duplicate_jobsets": duplicates,
         "orphans": {k: v for k, v in soak.leftovers.items() if v},
         "deleted_by_triggerer": [
@@ -723,6 +734,28 @@ def summarise(soak: Soak) -> dict[str, Any]:
         "by_task": rows,
         "kinds": sorted({t.kind for t in by_task.values()}),
     }
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    """p50, p95 and max of sorted ``values``."""
+    return {
+        "max": values[-1] if values else None,
+        "p50": values[len(values) // 2] if values else None,
+        "p95": values[min(len(values) - 1, int(len(values) * 0.95))] if values else None,
+    }
+
+
+def _late_split(
+    soak: Soak, task_id: str, try_number: Any, terminal_at: float, ended: float
+) -> lateness.Split | None:
+    """A task's late seconds split at its last try's verdict line (``None``: no line)."""
+    if not soak.airflow_home or not isinstance(try_number, int):
+        return None
+    folder = Path(soak.airflow_home) / "logs" / f"dag_id={DAG_ID}" / f"run_id={RUN_ID}"
+    said = lateness.said_in(
+        folder / f"task_id={task_id}", try_number, soak.namespace, f"soak-{task_id}-"
+    )
+    return lateness.split(terminal_at, ended, said)
 
 
 def _queue_rows(soak: Soak) -> dict[str, dict[str, Any]]:
@@ -785,6 +818,13 @@ def failures(summary: dict[str, Any]) -> list[str]:
     if summary["credential_leaks"]:
         found.append(f"credentials in logs: {summary['credential_leaks']}")
     found += [f"fault {f['name']}: {f['what']}" for f in summary["faults"] if "FAILED" in f["what"]]
+    unsaid = [
+        r["task_id"]
+        for r in summary["by_task"]
+        if r["late_seconds"] is not None and r["late_ours"] is None
+    ]
+    if unsaid:  # a user reads the verdict in the try's log; the split needs it too
+        found.append(f"no verdict line in the last try's logs: {unsaid}")
     return found + _queue_failures(summary["queue"])
 
 
@@ -807,17 +847,11 @@ def _queue_failures(queue: dict[str, Any]) -> list[str]:
     return found
 
 
-def _iso(text: str | None) -> float | None:
-    if not text:
-        return None
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def render(summary: dict[str, Any]) -> str:
     """The summary table."""
-    late = summary["late_seconds"]
+    late, ours, theirs = summary["late_seconds"], summary["late_ours"], summary["late_airflow"]
+    missing = summary["late_unsplit"]
+    unsplit = f" ({missing} without a verdict line)" if missing else ""
     queue = summary["queue"]
     lines = [
         f"soak seed {summary['seed']}: {summary['tasks']} tasks, "
@@ -828,6 +862,10 @@ def render(summary: dict[str, Any]) -> str:
         f"{'missed terminal states':<52} {len(summary['missed_terminal'])}",
         f"{'late terminal states (s): p50 / p95 / max':<52} "
         f"{late['p50']} / {late['p95']} / {late['max']}",
+        f"{'  of which ours (the waiter, the operator after it)':<52} "
+        f"{ours['p50']} / {ours['p95']} / {ours['max']}",
+        f"{'  of which Airflow (scheduling, resuming, ending)':<52} "
+        f"{theirs['p50']} / {theirs['p95']} / {theirs['max']}{unsplit}",
         f"{'duplicate JobSets':<52} {len(summary['duplicate_jobsets'])}",
         f"{'orphans (JobSets, anchors, children, Workloads)':<52} "
         f"{sum(len(v) for v in summary['orphans'].values())}",

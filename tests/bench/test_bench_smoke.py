@@ -59,7 +59,10 @@ def test_smoke_profile_runs_every_family_and_leaves_nothing(tmp_path: Path) -> N
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,
+        # ~330 s on a quiet machine with the view family (a real Airflow and Chromium); a
+        # cold run's loaded first pass took it past the 400 s this was. Below the test's own
+        # timeout, so its output is shown.
+        timeout=780,
         check=False,
     )
     took = time.monotonic() - started
@@ -86,9 +89,10 @@ def test_smoke_profile_runs_every_family_and_leaves_nothing(tmp_path: Path) -> N
         "params",
     }
     # Every goal bounds figures the suite really makes (the smoke layout is too sparse for
-    # the one about crowded namespaces).
+    # the one about crowded namespaces, its view too small for the one about 1,000 pods).
     judged = {j.goal.name for j in judge(results.figures)}
-    assert judged == {g.name for g in GOALS if "tasks per namespace" not in g.name}
+    sized = ("tasks per namespace", "1,000-pod")
+    assert judged == {g.name for g in GOALS if not any(s in g.name for s in sized)}
     text = page(results)
     assert "## Goals" in text and "Scale in one triggerer" in text
 

@@ -1,0 +1,132 @@
+"""The soak splits a task's late seconds at its waiter's verdict line: ours before it (from
+the terminal condition, or from the moment that waiter began, whichever is later), Airflow's
+the rest. Pure: log files written here in Airflow's structured format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from soak.lateness import Said, said_in, split
+
+T0 = 1_800_000_000.0  # the terminal condition
+
+
+def _iso(at: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _log(path: Path, *lines: tuple[float, str]) -> None:
+    path.write_text(
+        "".join(json.dumps({"timestamp": _iso(a), "event": e}) + "\n" for a, e in lines)
+    )
+
+
+DONE = "JobSet soak-ns/soak-t01-ab12cd completed (AllJobsCompleted)"
+FAIL = "JobSet soak-ns/soak-t01-ab12cd failed: FailedJobs: a child Job failed"
+TRIGGER_SAYS = f"JobSet soak-ns/soak-t01-ab12cd: {DONE}"
+
+
+def test_a_worker_try_says_its_verdict_in_the_task_log(tmp_path: Path) -> None:
+    _log(
+        tmp_path / "attempt=2.log",
+        (T0 - 30, "starting"),
+        (T0 - 29, "JobSet soak-ns/soak-t01-ab12cd is Running"),
+        (T0 + 1.5, FAIL),
+        (T0 + 1.6, "Task instance in failure state"),
+    )
+    _log(tmp_path / "attempt=1.log", (T0 - 90, "starting"), (T0 - 80, DONE))  # another try
+    said = said_in(tmp_path, 2, "soak-ns", "soak-t01-")
+    assert said == Said(at=T0 + 1.5, began=T0 - 30, where="task")
+
+
+def test_a_deferred_try_says_it_in_the_trigger_log_a_restarted_triggerer_wrote(
+    tmp_path: Path,
+) -> None:
+    _log(tmp_path / "attempt=1.log", (T0 - 60, "starting"), (T0 - 59, "deferring"))
+    _log(tmp_path / "attempt=1.log.trigger.7.log", (T0 - 58, "trigger starting"))
+    _log(
+        tmp_path / "attempt=1.log.trigger.9.log",
+        (T0 + 20, "trigger starting"),  # reassigned after the triggerer's restart
+        (T0 + 20.4, TRIGGER_SAYS),
+    )
+    said = said_in(tmp_path, 1, "soak-ns", "soak-t01-")
+    assert said == Said(at=T0 + 20.4, began=T0 + 20, where="trigger")
+
+
+def test_lines_of_other_jobsets_and_progress_lines_are_not_verdicts(tmp_path: Path) -> None:
+    _log(
+        tmp_path / "attempt=1.log",
+        (T0, "JobSet soak-ns/soak-t011-ffff completed (AllJobsCompleted)"),
+        (T0, "JobSet other-ns/soak-t01-ab12cd completed (AllJobsCompleted)"),
+        (T0 + 1, "JobSet soak-ns/soak-t01-ab12cd is restarting (restart 1), RestartJobSet"),
+        (T0 + 2, "not json at all"),
+    )
+    (tmp_path / "attempt=1.log").write_text(
+        (tmp_path / "attempt=1.log").read_text() + "garbage line\n"
+    )
+    assert said_in(tmp_path, 1, "soak-ns", "soak-t01-") is None
+
+
+def test_the_operators_work_after_the_verdict_is_read_from_the_task_runners_marks(
+    tmp_path: Path,
+) -> None:
+    """Worker mode: from the verdict line to the end mark (the run's deletion waited for is
+    ours); deferred: from the resumption to the end mark, the trigger's event to the
+    resumption being Airflow's."""
+    _log(
+        tmp_path / "attempt=1.log",
+        (T0 - 40, "::group::Pre Execute"),
+        (T0 - 39, "::endgroup::"),
+        (T0 + 1.0, FAIL),
+        (T0 + 9.0, "deleted JobSet soak-ns/soak-t01-ab12cd (delete_policy=always)"),
+        (T0 + 9.1, "Task failed with exception"),
+        (T0 + 9.2, "::group::Post Execute"),
+    )
+    worker = said_in(tmp_path, 1, "soak-ns", "soak-t01-")
+    assert worker == Said(T0 + 1.0, T0 - 40, "task", resumed=T0 - 39, ended=T0 + 9.1)
+    found = split(T0, T0 + 10.0, worker)
+    assert found is not None and (found.ours, found.airflow) == (9.1, 0.9)
+
+    _log(
+        tmp_path / "attempt=2.log",
+        (T0 - 40, "::group::Pre Execute"),
+        (T0 - 39, "::endgroup::"),
+        (T0 - 38, "deferring"),
+        (T0 + 6.0, "::group::Pre Execute"),  # resumed after the trigger's event
+        (T0 + 6.5, "::endgroup::"),
+        (T0 + 7.0, "deleted JobSet soak-ns/soak-t01-ab12cd (delete_policy=always)"),
+        (T0 + 7.5, "::group::Post Execute"),
+    )
+    _log(tmp_path / "attempt=2.log.trigger.3.log", (T0 - 37, "start"), (T0 + 0.5, TRIGGER_SAYS))
+    deferred = said_in(tmp_path, 2, "soak-ns", "soak-t01-")
+    assert deferred == Said(T0 + 0.5, T0 - 37, "trigger", resumed=T0 + 6.5, ended=T0 + 7.5)
+    found = split(T0, T0 + 8.0, deferred)
+    assert found is not None and (found.ours, found.airflow) == (1.5, 6.5)
+
+
+@pytest.mark.parametrize(
+    ("said", "ended", "ours", "airflow"),
+    [
+        # the waiter ran all along: ours to its line, Airflow's after it
+        (Said(at=T0 + 0.8, began=T0 - 50, where="task"), T0 + 3.0, 0.8, 2.2),
+        # a trigger reassigned 20 s after the end: those 20 s are Airflow's
+        (Said(at=T0 + 20.4, began=T0 + 20, where="trigger"), T0 + 25.0, 0.4, 24.6),
+        # whole-second condition times: a line "before" the condition is no negative share
+        (Said(at=T0 - 0.3, began=T0 - 50, where="task"), T0 + 1.0, 0.0, 1.0),
+        # never more than the lateness itself
+        (Said(at=T0 + 9.0, began=T0 - 50, where="task"), T0 + 5.0, 5.0, 0.0),
+    ],
+)
+def test_the_split(said: Said, ended: float, ours: float, airflow: float) -> None:
+    found = split(T0, ended, said)
+    assert found is not None
+    assert (found.ours, found.airflow) == (ours, airflow)
+
+
+def test_no_verdict_line_no_split() -> None:
+    assert split(T0, T0 + 4, None) is None
