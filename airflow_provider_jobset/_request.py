@@ -21,6 +21,12 @@ from airflow_provider_jobset._compat import AIRFLOW_V_3_3_PLUS
 from jobset_core import lifecycle as core
 from jobset_core.lifecycle import Deadline, RunRequest
 
+if AIRFLOW_V_3_3_PLUS:
+    # With this module, not at the first task a DAG file builds: a DAG processor parses each
+    # file in a process of its own, and Airflow's retry-policy module (its frozen dataclasses,
+    # ~8 ms) would otherwise be most of that task's construction.
+    from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
+
 __all__ = [
     "JobSetRetriesWarning",
     "default_retry_policy",
@@ -82,7 +88,10 @@ def _request(arguments: Mapping[str, Any]) -> RunRequest:
         logs=followed if arguments["stream_logs"] else None,
         failed_pod_log_lines=arguments["failed_pod_log_lines"],
         inject_env=arguments["inject_env"],
-        wait_gone=True,  # a retry must never meet this run being deleted
+        # A try ends once its delete is accepted, not when the garbage collector is done
+        # (a minute after an API-server restart): a next try that meets the run still being
+        # deleted waits for it at its start (Lifecycle.start), as every other way in does.
+        wait_gone=False,
         **{k: arguments[k] for k in _QUEUE},
     )
 
@@ -119,15 +128,11 @@ def default_retry_policy() -> Any:
     per process (each rule imports its exception when built: a DAG file builds many tasks)."""
     if not AIRFLOW_V_3_3_PLUS:
         return None
-    from airflow.sdk import ExceptionRetryPolicy
-
     return ExceptionRetryPolicy(rules=list(_retry_rules()))
 
 
 @functools.cache
 def _retry_rules() -> tuple[Any, ...]:
-    from airflow.sdk import RetryAction, RetryRule
-
     return (
         RetryRule(
             exception="jobset_core.errors.JobSetRestarting",

@@ -44,7 +44,13 @@ from airflow_provider_jobset._state import FINAL, STATE_KEY, record
 from airflow_provider_jobset._state import earlier as previous
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
-from airflow_provider_jobset.links import XCOM_NAME, XCOM_NAMESPACE, XCOM_UID, JobSetLink
+from airflow_provider_jobset.links import (
+    XCOM_CONNECTION,
+    XCOM_NAME,
+    XCOM_NAMESPACE,
+    XCOM_UID,
+    JobSetLink,
+)
 from jobset_core import lifecycle as core
 from jobset_core.errors import ConfigError, JobSetGone, SpecError, Unreachable
 from jobset_core.labels import KUEUE_QUEUE as QUEUE_LABEL
@@ -426,6 +432,15 @@ class JobSetOperator(BaseOperator):
 
         return self._conclude(context, self._lifecycle(complete))
 
+    def _connection_record(self) -> dict[str, Any]:
+        """How this try reaches its cluster, for the UI view (names only, no secret)."""
+        return {
+            "kubernetes_conn_id": self.kubernetes_conn_id,
+            "cluster_context": self.cluster_context,
+            "in_cluster": self.in_cluster,
+            "config_file": self.config_file,
+        }
+
     def _namespace(self) -> str:
         """Where the try runs: ``namespace``, else the JobSet's, else the connection's."""
         return self.namespace or self._spec_namespace() or self.hook.default_namespace()
@@ -456,6 +471,7 @@ class JobSetOperator(BaseOperator):
         ti.xcom_push(key=XCOM_NAMESPACE, value=handle.namespace)
         ti.xcom_push(key=XCOM_UID, value=handle.uid)
         ti.xcom_push(key=XCOM_BACKEND, value=handle.backend)
+        ti.xcom_push(key=XCOM_CONNECTION, value=self._connection_record())
         self._store(store, handle, finished=False)
 
     def _store(self, store: Any, handle: Handle, **marks: Any) -> None:

@@ -141,7 +141,8 @@ class JobSetTrigger(BaseTrigger):
         try:
             config = await self._hook().aget_config()
             async with session(config.client_settings(), shared=True) as lifecycle:
-                await asyncio.wait_for(lifecycle.cancel(self.handle), _KILL_TIMEOUT)
+                async with asyncio.timeout(_KILL_TIMEOUT):
+                    await lifecycle.cancel(self.handle)
         except Exception as err:
             self.log.warning("could not delete %s (task killed by a user): %s", self._what(), err)
             raise

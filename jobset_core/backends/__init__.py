@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends._anchor import parse_anchor
+from jobset_core.backends._anchor import anchor_events, parse_anchor
 from jobset_core.backends._base import (
     BACKEND_CHOICES,
     BackendChoice,
@@ -47,6 +47,7 @@ __all__ = [
     "NativeBackend",
     "Pass",
     "Submission",
+    "anchor_events",
     "kinds_for",
     "locate",
     "make_backend",

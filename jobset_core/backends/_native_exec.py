@@ -153,7 +153,17 @@ def plan_pass(
         now,
         controller_name=anchor.jobset.spec.managed_by or "",
     )
-    patch = status_patch(plan.status, anchor.resource_version) if plan.status_changed else None
+    patch = None
+    if plan.status_changed:
+        kept = None
+        if plan.events:  # upstream emits them on the JobSet; a native run keeps them
+            stamp = now.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            said = [
+                {"type": e.type, "reason": e.reason, "message": e.message, "time": stamp}
+                for e in plan.events
+            ]
+            kept = [*anchor.events, *said]
+        patch = status_patch(plan.status, anchor.resource_version, events=kept)
     ttl = plan.ttl
     service = None
     if create and plan.headless_service is not None:

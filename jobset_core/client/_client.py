@@ -57,7 +57,7 @@ from jobset_core.errors import (
     ServerError,
     Unauthorized,
 )
-from jobset_core.resources import ApiResource
+from jobset_core.resources import NODE, ApiResource
 
 __all__ = ["Client", "ClientStats"]
 
@@ -332,6 +332,10 @@ class Client:
     async def pod(self, name: str, *, namespace: str) -> Obj:
         """Read one pod (a shorthand of :meth:`get`)."""
         return await self.get(POD, name, namespace=namespace)
+
+    async def node(self, name: str) -> Obj:
+        """Read one node (cluster-scoped)."""
+        return _core.as_object(await self._send(_core.get(NODE, None, name)))
 
     # ------------------------------------------------------------------ plumbing
 

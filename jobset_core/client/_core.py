@@ -195,8 +195,8 @@ def create(
     )
 
 
-def get(resource: ApiResource, namespace: str, name: str) -> Request:
-    """``GET`` one object."""
+def get(resource: ApiResource, namespace: str | None, name: str) -> Request:
+    """``GET`` one object (``namespace=None``: a cluster-scoped one)."""
     return Request("GET", _path(resource, namespace, name), verb="get", resource=_label(resource))
 
 

@@ -206,7 +206,8 @@ class Credentials:
         except OSError as err:
             raise ConfigError(f"{plan.label}: cannot run {plan.command}: {err.strerror}") from None
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), EXEC_TIMEOUT)
+            async with asyncio.timeout(EXEC_TIMEOUT):
+                stdout, stderr = await process.communicate()
         except TimeoutError:
             process.kill()
             await process.wait()

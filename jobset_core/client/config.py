@@ -10,9 +10,18 @@ waits for hours in one client, so they are refreshed here before they expire and
 
 from __future__ import annotations
 
+import atexit
+import base64
+import binascii
+import contextlib
 import copy
+import hashlib
 import logging
 import os
+import shutil
+import stat
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -313,6 +322,7 @@ async def _load_kubeconfig(
     refreshed = not isinstance(plan, Fixed) and await credentials.start() is None
     if refreshed and entry is not None and isinstance(user, Mapping):
         entry.value["user"] = stripped_user(user, plan)
+    _inline_data_as_files(merged, settings.context)
     loader = KubeConfigLoader(
         config_dict=merged, config_base_path=None, active_context=settings.context
     )
@@ -349,3 +359,79 @@ def _cluster_section(merged: Any, context: str | None) -> Mapping[str, Any] | No
     entry = merged["clusters"].get_with_name(name, safe=True)
     cluster = entry.value.get("cluster") if entry is not None else None
     return cluster if isinstance(cluster, Mapping) else None
+
+
+# ------------------------------------------------------------------ inline certificates
+
+#: ``(data field, file field)`` of the inline certificates and keys a kubeconfig may hold.
+_CLUSTER_FILES = (("certificate-authority-data", "certificate-authority"),)
+_USER_FILES = (("client-certificate-data", "client-certificate"), ("client-key-data", "client-key"))
+
+
+def _inline_data_as_files(merged: Any, context: str | None) -> None:
+    """Write the context's inline ``*-data`` certificates and keys to files of this process
+    and point the (private copy of the) kubeconfig at them, as the TLS layer reads files.
+
+    The official loader would write them itself, but it names its file to other threads
+    before it has written it: two threads loading one kubeconfig at once could build a TLS
+    context from an empty file (``NO_CERTIFICATE_OR_CRL_FOUND``). Here each file is complete
+    before anyone sees its name (written aside, then renamed, under a lock), one per content,
+    readable by this user only (in a folder of this user's, shared by its processes), and
+    written again if a cleaner of the temporary folder removed it meanwhile."""
+    user, _ = _user_entry(merged, context)
+    sections: tuple[tuple[Any, tuple[tuple[str, str], ...]], ...] = (
+        (_cluster_section(merged, context), _CLUSTER_FILES),
+        (user.value.get("user") if user is not None else None, _USER_FILES),
+    )
+    for section, fields in sections:
+        if not isinstance(section, dict):
+            continue
+        for data_field, file_field in fields:
+            data = section.get(data_field)
+            if not data or not isinstance(data, str | bytes):
+                continue  # absent or empty: the loader's own rules apply
+            try:
+                content = base64.standard_b64decode(data)
+            except (binascii.Error, ValueError):
+                continue  # the loader reports it, as it always did
+            section[file_field] = str(_content_files.path(content))
+            del section[data_field]
+
+
+class _ContentFiles:
+    """Files holding given bytes (0600; one file for the same bytes), in one folder of this
+    user (0700) that every process of it shares: a process that ends without running its exit
+    handlers (a forked Airflow task runner) leaves no folder of its own behind, and the files
+    are bounded by the distinct certificates used. A folder of that name that is not this
+    user's own private directory is never used (a private one of this process instead)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._private: Path | None = None
+
+    def _folder(self) -> Path:
+        shared = Path(tempfile.gettempdir()) / f"jobset-kubeconfig-{os.getuid()}"
+        with contextlib.suppress(FileExistsError):
+            shared.mkdir(mode=0o700)
+        found = os.lstat(shared)
+        mine = stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid()
+        if mine and stat.S_IMODE(found.st_mode) & 0o077 == 0:
+            return shared
+        if self._private is None or not self._private.is_dir():
+            self._private = Path(tempfile.mkdtemp(prefix="jobset-kubeconfig-"))
+            atexit.register(shutil.rmtree, self._private, ignore_errors=True)
+        return self._private
+
+    def path(self, content: bytes) -> Path:
+        with self._lock:
+            folder = self._folder()
+            path = folder / hashlib.sha256(content).hexdigest()[:32]
+            if not path.is_file():
+                fd, aside = tempfile.mkstemp(dir=folder)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(content)
+                os.replace(aside, path)
+            return path
+
+
+_content_files = _ContentFiles()

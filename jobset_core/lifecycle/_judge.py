@@ -130,14 +130,19 @@ def result_note(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> str:
     return f"; pod {name}: {problem}" if problem else ""
 
 
+#: How long a restart's verdict may wait for how the failed Job failed (seconds).
+RESTART_DETAIL_WAIT = 2.0
+
+
 def _job_detail(observation: Observation, job: str | None, failures: dict[str, str]) -> str:
-    """How the named Job failed: from this observation, else as an earlier one showed it (a
-    restart deletes the failed Job, and its deletion may reach the Job store before the
-    restart reaches the JobSet's)."""
+    """How the named Job failed: from this observation (the Job, or the Job as its deletion
+    showed it), else as an earlier one showed it (a restart deletes the failed Job, and its
+    deletion may reach the Job store before the restart reaches the JobSet's)."""
     if not job:
         return ""
-    found = next((j for j in observation.jobs if j["metadata"].get("name") == job), None)
-    seen = (rules.job_failure(found) if found is not None else "") or failures.get(job, "")
+    jobs = (*observation.jobs, *reversed(observation.gone_jobs))  # a namesake may be new
+    named = (rules.job_failure(j) for j in jobs if j["metadata"].get("name") == job)
+    seen = next((failure for failure in named if failure), "") or failures.get(job, "")
     return seen or _job_failure_event(observation, job)
 
 
@@ -192,6 +197,8 @@ class Judge:
         self._refused_seen: Mapping[str, float] = {}
         self._noticed: set[tuple[str, str | None, str]] = set()
         self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
+        self._restart_seen: dict[int, float] = {}  # restarts -> when first seen, unexplained
+        self._looks = 0  # observations judged
         #: The pod (and container) whose start failure gave the verdict, once it did.
         self.start_failure: StartProblem | None = None
         #: What Kueue said of the run at the last observation (``None``: no queue holds it).
@@ -295,6 +302,7 @@ class Judge:
     def step(self, observation: Observation, now: float | None = None) -> Step:
         """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods
         that cannot start are not judged)."""
+        self._looks += 1
         self.witness(observation)
         try:
             jobset = head_jobset(self.handle, observation)
@@ -384,7 +392,10 @@ class Judge:
         if queue_verdict is not None:
             return Step(progress, queue_verdict, notices)
         if self._restarted(outcome):
-            outcome = self._restart_outcome(observation, jobset, outcome)
+            outcome, told = self._restart_outcome(observation, jobset, outcome)
+            held = None if told else self._hold_restart(outcome.restarts, now)
+            if held is not None:
+                return Step(progress, notices=notices, recheck_at=held)
             message = self._restart(outcome)
             verdict = self.verdict("restarting", outcome, outcome.reason, message)
             return Step(progress, verdict, notices)
@@ -549,23 +560,34 @@ class Judge:
             )
         return tuple(out)
 
+    def _hold_restart(self, restarts: int, now: float | None) -> float | None:
+        """Until when the verdict about restart ``restarts`` waits for how its failed Job
+        failed (``None``: no longer). The JobSet and its Jobs come on separate watches, so the
+        restart may be seen a moment before the Job's failure; a user then gets the why, for
+        at most :data:`RESTART_DETAIL_WAIT` more."""
+        if now is None or self._looks < 2:  # a one-off look has no later one to wait for
+            return None
+        due = self._restart_seen.setdefault(restarts, now) + RESTART_DETAIL_WAIT
+        return due if now < due else None
+
     def _restart_outcome(
         self, observation: Observation, jobset: JobSet, outcome: Outcome
-    ) -> Outcome:
+    ) -> tuple[Outcome, bool]:
         """A restart's reason, message and failed Job: from the ``RestartingJobSet``
         condition while it is true, else (the new attempt is already up) from the
-        controller's Warning Event about the restart."""
+        controller's Warning Event about the restart; and whether how the failed Job failed
+        is known."""
         failed = rules.restart_failed_job(jobset)
         if failed is not None:
             detail = _job_detail(observation, failed, self._job_failures)
-            return rules.restart_details(outcome, jobset, detail)
+            return rules.restart_details(outcome, jobset, detail), bool(detail)
         event = self._restart_event(observation)
         if event is None:
-            return rules.restart_details(outcome, jobset)
+            return rules.restart_details(outcome, jobset), False
         message = str(event.get("message") or "")
         job = rules.failed_job_from_message(message)
         detail = _job_detail(observation, job, self._job_failures)
-        return outcome.model_copy(
+        told = outcome.model_copy(
             update={
                 "phase": Phase.RESTARTING,
                 "terminal_state": None,
@@ -574,6 +596,7 @@ class Judge:
                 "failed_job": job,
             }
         )
+        return told, bool(detail)
 
     def _restart_event(self, observation: Observation) -> Mapping[str, Any] | None:
         for event in reversed(observation.events):

@@ -382,7 +382,8 @@ class Follower:
         self._saved_at = time.time()
         try:
             if final:
-                await asyncio.wait_for(self.store.save(self.cursor), CURSOR_SAVE_TIMEOUT)
+                async with asyncio.timeout(CURSOR_SAVE_TIMEOUT):
+                    await self.store.save(self.cursor)
             else:
                 await self.store.save(self.cursor)
         except (TimeoutError, JobSetError) as error:
@@ -402,13 +403,18 @@ async def run_follower(follower: Follower) -> None:
 
 async def stop_follower(task: asyncio.Task[None], control: FollowControl, drain: float) -> None:
     """End a follower: it reads what is left of ended containers' logs for up to ``drain``
-    seconds, then is cancelled (it never keeps the caller waiting longer)."""
+    seconds, then is cancelled (it never keeps the caller waiting longer). A cancellation of
+    the caller goes on (the follower is cancelled on the way); the follower's own end, however
+    it ends, is not the caller's error."""
     control.close()
-    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-        await asyncio.wait_for(asyncio.shield(task), drain)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    try:
+        if not task.done():
+            await asyncio.wait({task}, timeout=drain)
+    finally:
+        if not task.done():
+            task.cancel()
+    if not task.done():
+        await asyncio.wait({task})
 
 
 async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) -> dict[str, str]:

@@ -8,6 +8,7 @@ run deleted before a new try) use it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -16,17 +17,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobset_core import identity as ident
 from jobset_core import labels as L
+from jobset_core import naming
+from jobset_core import pods as podread
 from jobset_core.backends import (
     BackendChoice,
     BackendProtocol,
     Handle,
     Pass,
     Submission,
+    anchor_events,
     kinds_for,
     locate,
     make_backend,
 )
 from jobset_core.errors import (
+    ApiError,
     Forbidden,
     JobSetError,
     JobSetGone,
@@ -36,21 +41,34 @@ from jobset_core.errors import (
     WaitTimeout,
 )
 from jobset_core.lifecycle._judge import Judge, WaitRules, head_jobset, run_result
-from jobset_core.lifecycle._logs import Follower, LogOptions, LogSink, LogTarget, read_log
+from jobset_core.lifecycle._logs import (
+    Follower,
+    LogOptions,
+    LogSink,
+    LogTarget,
+    read_log,
+    unreadable,
+)
 from jobset_core.lifecycle._wait import kueue_events
 from jobset_core.lifecycle.verdict import Verdict
-from jobset_core.models import JobSetStatus
+from jobset_core.lifecycle.view import LOG_LINES, ZONE_LABEL, build_view, slice_keys
+from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.observe import Kind, Observation, Observer
 from jobset_core.outcome import Backend, Outcome
 from jobset_core.policy import outcome as outcome_rules
 from jobset_core.policy.queue import Queue
-from jobset_core.resources import JOB, LOCAL_QUEUE
+from jobset_core.resources import JOB, JOBSET, LOCAL_QUEUE, SERVICE, ApiResource
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
 __all__ = ["Backends", "Runs", "Standing"]
 
+#: The most pods whose log tails, and nodes whose zones, one picture reads.
+PICTURE_LOGS = 64
+PICTURE_NODES = 64
+#: Requests one picture has in flight at most.
+_PICTURE_CONCURRENCY = 8
 #: How long a delete that must leave nothing behind waits for it (seconds).
 GONE_TIMEOUT = 120.0
 #: How often a run that looks gone is confirmed by a look at everything (seconds).
@@ -237,6 +255,158 @@ class Runs:
         found = await self.client.list(JOB, namespace=handle.namespace, label_selector=selector)
         return list(found.items)
 
+    async def picture(
+        self,
+        handle: Handle,
+        *,
+        log_lines: int = LOG_LINES,
+        max_logs: int = PICTURE_LOGS,
+        max_nodes: int = PICTURE_NODES,
+        objects: bool = True,
+        observation: Observation | None = None,
+    ) -> dict[str, Any]:
+        """The run as a person looks at it (:func:`~jobset_core.lifecycle.view.build_view`):
+        one look at its objects, the zones and slices of (at most ``max_nodes``) nodes its
+        pods run on, and the last ``log_lines`` lines of (at most ``max_logs``) pods' logs,
+        failed pods first; with ``objects``, also the JobSet as submitted and its Service (one
+        read each). What this identity may not read is said in the picture's ``notes``.
+        ``observation``: the run as a watch of it keeps it (``None``: one look now).
+
+        Raises:
+            JobSetGone: the run does not exist (or is a namesake with another UID).
+        """
+        backend = self.backend(handle.backend)
+        if observation is None:
+            observation = await self.observer.snapshot(backend.target(handle))
+        jobset = head_jobset(handle, observation)
+        head = observation.anchor if handle.backend == "native" else observation.jobset
+        uid = str(((head or {}).get("metadata") or {}).get("uid") or "")
+        if jobset is None or head is None or (handle.uid and uid != handle.uid):
+            raise JobSetGone(Judge(handle).gone("Replaced" if head is not None else "Deleted"))
+        spec = jobset.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+        status = backend.status_of(observation).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        events = list(observation.events)
+        if handle.backend == "native":  # it emits none: the anchor keeps upstream's
+            events = anchor_events(head) + events
+        notes = [f"{kind.value}: forbidden" for kind in sorted(observation.forbidden, key=str)]
+        gate = asyncio.Semaphore(_PICTURE_CONCURRENCY)
+        submitted = await self._submitted(handle, jobset, notes) if objects else None
+        keys = {ZONE_LABEL, *slice_keys(submitted or {}).values()}
+        network = jobset.spec.network
+        wanted = objects and (network is None or network.enable_dns_hostnames is not False)
+        service_name = naming.subdomain(jobset) if wanted else ""  # "": none asked for
+        service, nodes, logs = await asyncio.gather(
+            self._read(SERVICE, service_name, handle.namespace, notes) if wanted else _none(),
+            self._nodes(observation.pods, keys, max_nodes, gate, notes),
+            self._tails(
+                handle, observation.pods, lines=log_lines, most=max_logs, gate=gate, notes=notes
+            ),
+        )
+        return build_view(
+            backend=handle.backend,
+            head=head,
+            spec=spec,
+            status=status,
+            pods=observation.pods,
+            events=events,
+            logs=logs,
+            notes=notes,
+            log_lines=log_lines,
+            workload=observation.workload_of(uid) if handle.backend == "controller" else None,
+            submitted=submitted,
+            jobs=observation.jobs,
+            service=service,
+            service_name=service_name,
+            node_labels=nodes,
+        )
+
+    async def _read(
+        self, resource: ApiResource, name: str, namespace: str, notes: list[str]
+    ) -> dict[str, Any] | None:
+        """One object, or ``None`` (absent; or forbidden, said in ``notes``)."""
+        try:
+            return await self.client.get(resource, name, namespace=namespace)
+        except NotFound:
+            return None
+        except Forbidden:
+            notes.append(f"{resource.plural}: forbidden")
+            return None
+
+    async def _submitted(self, handle: Handle, jobset: JobSet, notes: list[str]) -> dict[str, Any]:
+        """The JobSet as submitted, with its pod templates (the observer keeps none): the
+        native anchor's copy, or the JobSet read once (what the observer holds, if it cannot
+        be)."""
+        if handle.backend == "controller":
+            found = await self._read(JOBSET, handle.name, handle.namespace, notes)
+            if found is not None:
+                return found
+        return jobset.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _nodes(
+        self,
+        pods: Any,
+        keys: set[str],
+        most: int,
+        gate: asyncio.Semaphore,
+        notes: list[str],
+    ) -> dict[str, dict[str, str]]:
+        """The labels named by ``keys`` of (at most ``most``) nodes the pods run on."""
+        names = sorted({n for p in pods if (n := (p.get("spec") or {}).get("nodeName"))})
+        if most and len(names) > most:
+            notes.append(f"nodes: the labels of {len(names) - most} nodes were not read")
+
+        async def labels_of(name: str) -> tuple[str, dict[str, str] | None]:
+            async with gate:
+                try:
+                    node = await self.client.node(name)
+                except Forbidden:
+                    return name, None
+                except NotFound:
+                    return name, {}
+            found = (node.get("metadata") or {}).get("labels") or {}
+            return name, {k: str(found[k]) for k in keys if k in found}
+
+        read = await asyncio.gather(*(labels_of(n) for n in names[:most]))
+        if any(found is None for _, found in read):
+            notes.append("nodes: forbidden (no zones or slices)")
+        return {name: found for name, found in read if found}
+
+    async def _tails(
+        self,
+        handle: Handle,
+        pods: Any,
+        *,
+        lines: int,
+        most: int,
+        gate: asyncio.Semaphore,
+        notes: list[str],
+    ) -> dict[str, str]:
+        views = [podread.PodView.of(p) for p in pods]
+        started = [v for v in views if any(s.started for s in v.container_statuses)]
+        started.sort(key=lambda v: (not v.failed, v.completion_index or 0, v.name))
+        if most and len(started) > most:
+            notes.append(f"logs: the logs of {len(started) - most} pods were not read")
+
+        async def tail(view: podread.PodView) -> tuple[str, str]:
+            container = podread.pod_container(view.raw)
+            async with gate:
+                try:
+                    text = await self.client.read_pod_log(
+                        view.name,
+                        namespace=handle.namespace,
+                        container=container,
+                        tail_lines=lines,
+                    )
+                except NotFound:
+                    text = "<the log can no longer be read: the pod or its container is gone>"
+                except ApiError as error:
+                    text = f"<the log cannot be read: {unreadable(error)}>"
+            return view.name, text
+
+        return dict(await asyncio.gather(*(tail(v) for v in started[:most])))
+
     # ------------------------------------------------------------------ control
 
     async def cancel(self, handle: Handle) -> None:
@@ -323,3 +493,7 @@ def _still_there(handle: Handle, timeout: float) -> Verdict:
     verdict = Judge(handle).timeout(timeout)
     message = f"JobSet {handle.namespace}/{handle.name} was still being deleted after {timeout:g}s"
     return verdict.model_copy(update={"message": message})
+
+
+async def _none() -> None:
+    return None

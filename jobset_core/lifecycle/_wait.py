@@ -267,7 +267,9 @@ class _Watch:
     async def _with_result(self, verdict: Verdict) -> Verdict:
         """The result from the pods the observer holds. When the result's pod has not been
         seen to end yet (its watch event may trail the JobSet's, or its informer may be
-        reconnecting), wait a little for the observer to catch up, then list once."""
+        reconnecting), wait a little for the observer to catch up, then list once. A failed
+        run's pods are being deleted (its unfinished Jobs go): the result's pod may never
+        end, so what a list shows now is read without waiting."""
         outcome = verdict.outcome
         jobset = head_jobset(self.handle, self.tracked.observation())
         if outcome is None or jobset is None or outcome.result is not None:
@@ -280,7 +282,10 @@ class _Watch:
             pod = podread.choose_log_pod(observation.pods, ref)
             return observation.pods if pod is not None and _ended(pod) else None
 
-        pods = await self.tracked.until(ended, RESULT_GRACE)
+        if verdict.kind == "failed":
+            pods = ended(self.tracked.observation())
+        else:
+            pods = await self.tracked.until(ended, RESULT_GRACE)
         if pods is None:
             pods = await self._listed_pods()
         result = result_of(jobset, pods)

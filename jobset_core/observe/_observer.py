@@ -149,8 +149,11 @@ class Tracked:
     async def changed(self, timeout: float | None) -> bool:
         """Wait until the run changed (``True``) or ``timeout`` seconds passed (``False``)."""
         if not self._woken.is_set():
+            # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that comes
+            # as the event is set (the waiter then waited out its whole timeout).
             try:
-                await asyncio.wait_for(self._woken.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._woken.wait()
             except TimeoutError:
                 return False
         self._woken.clear()

@@ -36,6 +36,16 @@ __all__ = [
 CREATION_FAILURE_REASONS = frozenset(
     {"JobCreationFailed", "HeadlessServiceCreationFailed", "PVCCreationFailed"}
 )
+#: What a failed request says when it never reached a working API server (Go's net and
+#: http errors, client-go's, the API server's own while it starts or is overloaded).
+_TRANSIENT = re.compile(
+    r"connection refused|connection reset|broken pipe|i/o timeout|\bEOF\b|no route to host"
+    r"|TLS handshake timeout|context deadline exceeded|client connection lost"
+    r"|request canceled|server is currently unable to handle the request"
+    r"|too many requests|etcdserver: |unable to return a response in the time allotted"
+    r"|net/http: timeout awaiting response headers",
+    re.IGNORECASE,
+)
 _FIRST_FAILED = re.compile(r"\(first failed job: (?P<job>[^)]+)\)\s*$")
 
 
@@ -213,15 +223,19 @@ def creation_failure(event: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(reason, message)`` of a controller event that reports that a child object cannot be
     created (``JobCreationFailed``, ``HeadlessServiceCreationFailed``, ``PVCCreationFailed``).
 
-    An ``AlreadyExists``-only failure is ignored: it is the controller racing its own cache
-    and the next reconcile finds the object.
+    A failure that the controller's next reconcile gets past is ignored: ``AlreadyExists``
+    (the controller racing its own cache: the next reconcile finds the object) and a request
+    that did not reach, or was not answered by, a working API server (connection refused or
+    reset, a timeout, 429, 503, etcd unavailable: an API server restarting; the controller
+    tries again with its backoff). What remains is the API server refusing the object
+    (invalid, forbidden, over a quota, denied by admission): the same create fails again.
     """
     reason = str(event.get("reason") or "")
     if reason not in CREATION_FAILURE_REASONS or event.get("type") not in (None, "Warning"):
         return None
     message = str(event.get("message") or "")
     parts = [p for p in re.split(r"[\n;]", message) if p.strip()]
-    if parts and all("already exists" in p for p in parts):
+    if parts and all("already exists" in p or _TRANSIENT.search(p) for p in parts):
         return None
     return reason, message
 

@@ -240,7 +240,7 @@ def test_the_operator_hands_its_request_to_the_trigger() -> None:
     assert (request.on_restart, request.delete_policy, request.wait_gone) == (
         "return",
         "always",
-        True,
+        False,
     )
     quiet = JobSetOperator(task_id="q", jobset=YAML.format(name="x"), stream_logs=False)
     assert quiet.request.logs is None

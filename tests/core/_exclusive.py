@@ -5,13 +5,27 @@ Exclusivity is between pods that exist: the anti-affinity (ours, or the upstream
 spans every namespace, so on a busy devcluster other tests' pods may hold every zone, a Job's
 pods wait, and by the time they are scheduled the other Job's pods may have ended, freeing
 their zone. Sharing a zone then is correct; sharing it while both Jobs had live pods is not.
-A pod lives from its ``PodScheduled`` condition to its container's ``finishedAt`` (seconds)."""
+A pod lives from its ``PodScheduled`` condition to its container's ``finishedAt`` (seconds).
+
+The tests' pods never finish until :func:`end_once_all_live` has seen every one of them
+running, then end together. Pods that merely end at one moment are not enough: a pod that
+waited past that moment ends as soon as it runs, and a leader that ends before its followers
+are scheduled leaves the scheduler's view (it ignores finished pods), so another Job's leader
+may take its zone while those followers still follow it there (upstream's leader/follower
+design, kubernetes-sigs/jobset#341). A cold CI run met exactly that."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
+
+from tests.cluster.bodies import finish_at
+
+#: The annotation that keeps a kwok pod running until it is patched (tests/cluster/README.md).
+NEVER_FINISH = {"devcluster/never-finish": "true"}
 
 
 def _window(pod: Any) -> tuple[datetime, datetime]:
@@ -49,3 +63,32 @@ def exclusivity_problems(
                     f"{sorted(shared)} at the same time"
                 )
     return problems
+
+
+async def end_once_all_live(core: Any, namespace: str, selector: str, count: int) -> bool:
+    """Wait until ``count`` pods of ``selector`` run at once, then end them together (their
+    template carries :data:`NEVER_FINISH`); whether they all ran at once. After a minute (less
+    than the tests' waits) the pods there are ended anyway (``False``), so the run finishes and
+    the test can say so. Two such tests at once can wait on each other: each takes its turn
+    (the ``exclusive_placement`` fixture)."""
+    deadline = time.monotonic() + 60
+    live = False
+    pods: list[Any] = []
+    while time.monotonic() < deadline and not live:
+        listed = await asyncio.to_thread(
+            core.list_namespaced_pod, namespace, label_selector=selector
+        )
+        pods = listed.items
+        running = [p for p in pods if p.status.phase == "Running"]
+        live = len(running) >= count
+        if not live:
+            await asyncio.sleep(0.5)
+    end = {"devcluster/never-finish": "false", "devcluster/finish-at": finish_at(1)}
+    for pod in pods:
+        await asyncio.to_thread(
+            core.patch_namespaced_pod,
+            pod.metadata.name,
+            namespace,
+            {"metadata": {"annotations": end}},
+        )
+    return live

@@ -192,4 +192,42 @@ def run_request(js: Any, namespace: str, backend: str, *, timeout: float, **fiel
     return RunRequest(jobset=js, namespace=namespace, backend=backend, deadline=deadline, **fields)
 
 
-__all__ = ["FLAVOURS", "JobSetGone", "RunFace", "open_face", "outcome_of", "run_request"]
+async def start_meeting_a_namesake_being_deleted(
+    face: RunFace, jobset: JobSet, namespace: str, devcluster: Any
+) -> tuple[Submission, Submission]:
+    """A run is deleted while a finalizer of the test's holds it; a start of the same run
+    meanwhile must wait, not adopt the run going away nor fail; once the hold is released,
+    it creates a run of its own. The first and the second submission."""
+    from tests.cluster.holds import HOLD, finalizers, hold
+
+    first = await face.submit(jobset, namespace=namespace, identity={"run": "test"})
+    name = first.handle.name
+    hold(devcluster, face.kind, namespace, name, True)
+    await face.delete(first.handle, wait=False)
+    start = asyncio.ensure_future(
+        face.submit(jobset, namespace=namespace, identity={"run": "test"})
+    )
+    try:
+        ends = time.monotonic() + 60
+        # until the garbage collector took the run's children
+        while (held := finalizers(devcluster, face.kind, namespace, name)) != [HOLD]:
+            assert time.monotonic() < ends, held
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2)
+        assert not start.done(), "the start did not wait for its namesake to go"
+        hold(devcluster, face.kind, namespace, name, False)
+        second = await asyncio.wait_for(start, 90)
+    finally:
+        start.cancel()
+    return first, second
+
+
+__all__ = [
+    "FLAVOURS",
+    "JobSetGone",
+    "RunFace",
+    "open_face",
+    "outcome_of",
+    "run_request",
+    "start_meeting_a_namesake_being_deleted",
+]

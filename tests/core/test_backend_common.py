@@ -18,6 +18,7 @@ from jobset_core import identity as ident
 from jobset_core import pods as podread
 from jobset_core.errors import IdentityMismatch, SpecError
 from jobset_core.lifecycle import Handle, Judge, WaitRules
+from jobset_core.lifecycle._judge import RESTART_DETAIL_WAIT
 from jobset_core.models import JobSet, JobSetStatus, load_jobset
 from jobset_core.naming import label_value_errors
 from jobset_core.observe import Observation
@@ -714,6 +715,44 @@ def test_leftovers_count_only_the_runs_objects() -> None:
             id="mixed-errors",
         ),
         pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": 'job "js-rest-0" creation failed with error: Post "https://127.0.0.1:'
+                '44789/apis/batch/v1/namespaces/ns/jobs": dial tcp 127.0.0.1:44789: connect: '
+                "connection refused",
+            },
+            False,
+            id="api-server-restarting",  # seen in the soak: the controller creates it later
+        ),
+        pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": "the server is currently unable to handle the request (post jobs.batch)",
+            },
+            False,
+            id="api-server-starting",
+        ),
+        pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": 'jobs.batch "a" is forbidden: exceeded quota: q, requested: cpu=2',
+            },
+            True,
+            id="quota-is-not-transient",
+        ),
+        pytest.param(
+            {
+                "type": "Warning",
+                "reason": "JobCreationFailed",
+                "message": 'context deadline exceeded\nJob.batch "b" is invalid: spec',
+            },
+            True,
+            id="transient-and-refused",
+        ),
+        pytest.param(
             {"type": "Warning", "reason": "RestartJobSetFailurePolicyAction", "message": "x"},
             False,
             id="restart-event",
@@ -852,6 +891,76 @@ def test_judge_restart_says_how_the_failed_job_failed(job_still_seen: bool) -> N
     assert verdict is not None and verdict.kind == "restarting"
     assert verdict.outcome is not None
     assert "job js-workers-1 failed: BackoffLimitExceeded" in verdict.outcome.message
+
+
+def test_judge_restart_says_how_the_failed_job_failed_when_no_look_saw_it_fail() -> None:
+    # The controller's restart comes fast: the Job's failure, its deletion and the JobSet's
+    # new attempt can all reach the observer between two looks, and the new attempt's Job of
+    # the same name may already be there. The failure is read from the Job as its deletion
+    # showed it (the observer's stores keep that), not from a look that never came.
+    from jobset_core.observe._store import GONE_JOBS, Stores
+    from jobset_core.observe._views import Kind
+
+    def job(version: str, *conditions: dict[str, Any]) -> dict[str, Any]:
+        meta = {"name": "js-workers-1", "namespace": "ns", "resourceVersion": version}
+        meta |= {"labels": {"jobset.sigs.k8s.io/jobset-name": "js"}}
+        return {"metadata": meta, "status": {"conditions": list(conditions)}}
+
+    failed = condition("Failed", "True", "BackoffLimitExceeded", "Job has reached the limit")
+    stores = Stores()
+    run = stores.track(("ns", "js"), (Kind.JOBSET, Kind.JOB))
+    stores.apply(Kind.JOBSET, "ADDED", make_jobset(status=RUNNING).to_dict())
+    stores.apply(Kind.JOB, "ADDED", job("10"))
+    judge = Judge(HANDLE, WaitRules(on_restart="return"))
+    judge.step(run.observation())  # the only look before the restart: the Job runs
+    stores.apply(Kind.JOB, "MODIFIED", job("11", failed))
+    stores.apply(Kind.JOB, "DELETED", job("12", failed))
+    stores.apply(Kind.JOB, "ADDED", job("14"))  # the new attempt's namesake
+    stores.apply(Kind.JOBSET, "MODIFIED", make_jobset(status=RESTARTING).to_dict())
+    observation = run.observation()
+    assert [j["metadata"]["resourceVersion"] for j in observation.jobs] == ["14"]
+    verdict = judge.step(observation).verdict
+    assert verdict is not None and verdict.kind == "restarting"
+    assert verdict.outcome is not None
+    said = "job js-workers-1 failed: BackoffLimitExceeded: Job has reached the limit"
+    assert said in verdict.outcome.message, verdict.outcome.message
+    for i in range(GONE_JOBS + 3):  # kept, but not without bound
+        gone = job(str(100 + i))
+        gone["metadata"]["name"] = f"js-other-{i}"
+        stores.apply(Kind.JOB, "ADDED", gone)
+        stores.apply(Kind.JOB, "DELETED", gone)
+    assert len(run.observation().gone_jobs) == GONE_JOBS
+
+
+@pytest.mark.parametrize("job_failure_comes", [True, False], ids=["comes", "never-comes"])
+def test_judge_restart_waits_a_moment_for_how_the_failed_job_failed(
+    job_failure_comes: bool,
+) -> None:
+    # The JobSet and its Jobs come on separate watches: the restart may be seen before the
+    # failed Job's failure (a loaded run met it). The verdict waits for the why, briefly.
+    failed_job = {
+        "metadata": {"name": "js-workers-1"},
+        "status": {"conditions": [condition("Failed", "True", "BackoffLimitExceeded", "boom")]},
+    }
+    judge = Judge(HANDLE, WaitRules(on_restart="return"))
+    judge.step(seen(make_jobset(status=RUNNING)), now=100.0)
+    held = judge.step(seen(make_jobset(status=RESTARTING)), now=100.0)
+    assert held.verdict is None and held.recheck_at == 100.0 + RESTART_DETAIL_WAIT
+    restarting = seen(make_jobset(status=RESTARTING))
+    if job_failure_comes:
+        later = Observation(restarting.key, jobset=restarting.jobset, jobs=(failed_job,))
+        verdict = judge.step(later, now=100.5).verdict
+    else:
+        assert judge.step(restarting, now=101.9).verdict is None
+        verdict = judge.step(restarting, now=100.0 + RESTART_DETAIL_WAIT).verdict
+    assert verdict is not None and verdict.kind == "restarting"
+    assert verdict.outcome is not None and verdict.outcome.failed_job == "js-workers-1"
+    said = "job js-workers-1 failed: BackoffLimitExceeded: boom"
+    assert (said in verdict.message) is job_failure_comes, verdict.message
+    # A one-off look (a sensor's poke, ``jobsetctl status``) has no later look to wait for.
+    once = Judge(HANDLE, WaitRules(on_restart="return", baseline_restarts=0))
+    verdict = once.step(seen(make_jobset(status=RESTARTING)), now=100.0).verdict
+    assert verdict is not None and verdict.kind == "restarting"
 
 
 def test_judge_restart_continues_by_default() -> None:

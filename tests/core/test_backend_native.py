@@ -14,8 +14,11 @@ import pytest
 
 from jobset_core import labels
 from jobset_core.backends._anchor import (
+    EVENTS_KEPT,
+    EVENTS_KEY,
     STATUS_KEY,
     Anchor,
+    anchor_events,
     build_anchor,
     parse_anchor,
 )
@@ -44,6 +47,12 @@ def rjob(name: str, replicas: int = 1, **extra: Any) -> dict[str, Any]:
 
 
 def make_anchor(*rjobs: dict[str, Any], status: JobSetStatus | None = None, **spec: Any) -> Anchor:
+    return parse_anchor(anchor_body(*rjobs, status=status, **spec))
+
+
+def anchor_body(
+    *rjobs: dict[str, Any], status: JobSetStatus | None = None, **spec: Any
+) -> dict[str, Any]:
     js = JobSet.model_validate(
         {"metadata": {"name": "demo"}, "spec": {"replicatedJobs": list(rjobs), **spec}}
     )
@@ -53,7 +62,7 @@ def make_anchor(*rjobs: dict[str, Any], status: JobSetStatus | None = None, **sp
     body["metadata"].update(
         {"uid": UID, "resourceVersion": "7", "creationTimestamp": "2025-01-02T03:00:00Z"}
     )
-    return parse_anchor(body)
+    return body
 
 
 def api_job(
@@ -502,3 +511,37 @@ def test_restarting_outcome_names_the_failed_job() -> None:
     assert outcome.failed_job == "demo-a-0"
     assert outcome.reason == c.RESTARTING_DEFAULT_FAILURE_POLICY
     assert outcome.message.endswith("(first failed job: demo-a-0)")
+
+
+def test_a_native_run_keeps_the_events_upstream_would_emit_on_its_anchor() -> None:
+    """The restart's Warning Event names the Job that failed: a native run (which emits no
+    Event) keeps it on its anchor, with the ones before it, the newest EVENTS_KEPT."""
+    body = anchor_body(rjob("a", 2), failurePolicy={"maxRestarts": 2})
+    jobs = [api_job("a", 0, finished="Failed"), api_job("a", 1)]
+    step = plan_pass(parse_anchor(body), jobs, NOW)
+    assert step.status_patch is not None
+    (kept,) = json.loads(step.status_patch["data"][EVENTS_KEY])
+    assert kept["type"] == "Warning" and kept["reason"] == c.RESTART_JOBSET_ACTION.reason
+    assert kept["message"].endswith("(first failed job: demo-a-0)")
+    assert kept["time"] == NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stored = {**body, "data": {**body["data"]}}
+    stored["data"][EVENTS_KEY] = json.dumps([{"reason": f"r{i}"} for i in range(EVENTS_KEPT)])
+    again = plan_pass(parse_anchor(stored), jobs, NOW)
+    assert again.status_patch is not None
+    reasons = [e["reason"] for e in json.loads(again.status_patch["data"][EVENTS_KEY])]
+    assert reasons == [*(f"r{i}" for i in range(1, EVENTS_KEPT)), kept["reason"]]
+    shown = anchor_events({**stored, "metadata": {"name": "demo", "namespace": "ns"}})
+    assert shown[0] == {
+        "type": "",
+        "reason": "r0",
+        "message": "",
+        "lastTimestamp": "",
+        "involvedObject": {"kind": "JobSet", "name": "demo", "namespace": "ns"},
+    }
+
+
+@pytest.mark.parametrize("damaged", ["not json", '{"a": 1}', "[1, 2]"])
+def test_damaged_kept_events_are_none_and_the_run_goes_on(damaged: str) -> None:
+    stored = anchor_body(rjob("a", 2), failurePolicy={"maxRestarts": 2})
+    stored["data"][EVENTS_KEY] = damaged
+    assert parse_anchor(stored).events == () and anchor_events(stored) == []

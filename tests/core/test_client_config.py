@@ -198,3 +198,77 @@ def test_default_namespace_from_file_dict_or_default(tmp_path: Path) -> None:
     assert default_namespace(ClientSettings(kubeconfig_path=path)) == "ns"
     assert default_namespace(ClientSettings(kubeconfig_path=path, context="other")) == "default"
     assert default_namespace(ClientSettings(kubeconfig=kubeconfig("https://x"))) == "ns"
+
+
+def test_inline_certificates_are_whole_files_before_any_thread_sees_them() -> None:
+    # Threads that load one kubeconfig with inline certificates at once each get whole files:
+    # the official loader's own files (named to other threads before they are written, which
+    # once gave a CI run's threads an empty CA file) are never made.
+    import asyncio
+    import base64
+    import os
+    import stat
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubernetes_asyncio.config import kube_config
+
+    ca, cert, key = (f"-----{what}-----\n".encode() + os.urandom(600) for what in "ABC")
+    config = kubeconfig("https://10.1.2.3:6443")
+    config["clusters"][0]["cluster"] = {
+        "server": "https://10.1.2.3:6443",
+        "certificate-authority-data": base64.b64encode(ca).decode(),
+    }
+    config["users"][0]["user"] = {
+        "client-certificate-data": base64.b64encode(cert).decode(),
+        "client-key-data": base64.b64encode(key).decode(),
+    }
+    given = yaml.safe_dump(config)
+    made_before = dict(kube_config._temp_files)
+
+    def load(_: int) -> Any:
+        return asyncio.run(load_connection(ClientSettings(kubeconfig=config)))
+
+    with ThreadPoolExecutor(8) as pool:
+        connections = list(pool.map(load, range(16)))
+    for connection in connections:
+        configuration = connection.configuration
+        assert Path(configuration.ssl_ca_cert).read_bytes() == ca
+        assert Path(configuration.cert_file).read_bytes() == cert
+        assert Path(configuration.key_file).read_bytes() == key
+        assert stat.S_IMODE(os.stat(configuration.key_file).st_mode) == 0o600
+    assert len({c.configuration.ssl_ca_cert for c in connections}) == 1  # one per content
+    assert kube_config._temp_files == made_before
+    assert yaml.safe_dump(config) == given  # the caller's mapping is not changed
+    # A cleaner of the temporary folder removed them: the next load writes them again.
+    for made in ("ssl_ca_cert", "key_file"):  # (not the folder: other tests' processes use it)
+        Path(getattr(connections[0].configuration, made)).unlink()
+    again = load(0).configuration
+    assert Path(again.ssl_ca_cert).read_bytes() == ca
+    assert Path(again.key_file).read_bytes() == key
+
+
+def test_a_shared_folder_others_may_read_is_never_used() -> None:
+    # The files live in one 0700 folder of this user, shared by its processes (none left per
+    # process); a folder of that name others may enter is passed over for a private one.
+    import asyncio
+    import base64
+    import os
+    import tempfile
+
+    shared = Path(tempfile.gettempdir()) / f"jobset-kubeconfig-{os.getuid()}"
+    config = kubeconfig("https://10.1.2.3:6443")
+    config["clusters"][0]["cluster"] = {
+        "server": "https://10.1.2.3:6443",
+        "certificate-authority-data": base64.b64encode(b"-----CA-----\n").decode(),
+    }
+
+    def load() -> Any:
+        return asyncio.run(load_connection(ClientSettings(kubeconfig=config)))
+
+    assert Path(load().configuration.ssl_ca_cert).parent == shared
+    shared.chmod(0o755)
+    try:
+        elsewhere = Path(load().configuration.ssl_ca_cert)
+        assert elsewhere.parent != shared and elsewhere.read_bytes() == b"-----CA-----\n"
+    finally:
+        shared.chmod(0o700)

@@ -42,14 +42,18 @@ from jobset_core.models import JobSet, load_jobset
 from jobset_core.observe import Observer
 from jobset_core.outcome import Outcome, Phase, Progress
 from jobset_core.resources import EVENT
-from tests.cluster.bodies import finish_at
-from tests.core._exclusive import exclusivity_problems
-from tests.core._runs import FLAVOURS, RunFace, open_face
+from tests.core._exclusive import NEVER_FINISH, end_once_all_live, exclusivity_problems
+from tests.core._runs import (
+    FLAVOURS,
+    RunFace,
+    open_face,
+    start_meeting_a_namesake_being_deleted,
+)
 
 pytestmark = pytest.mark.cluster
 
 WAIT = 90.0
-ZONE = "topology.kubernetes.io/zone"
+SLICE = "devcluster/slice"
 KIND = "controller"
 
 
@@ -358,23 +362,27 @@ async def test_suspend_then_resume(
     assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
 
 
-async def test_exclusive_placement_gives_distinct_zones(
-    backend: RunFace, cluster_namespace: str, devcluster: Any
+async def test_exclusive_placement_gives_distinct_slices(
+    backend: RunFace, exclusive_placement: None, cluster_namespace: str, devcluster: Any
 ) -> None:
-    # The pods all exit at one moment; exclusivity is between pods that exist (a finished pod
-    # leaves the scheduler's view): on a loaded machine the second Job's pods were seen
-    # scheduled after the first's had ended, into the same zone (tests/core/_exclusive.py).
+    # The pods run until all four run at once, then end together (tests/core/_exclusive.py).
+    # Slices, not zones: the run holds two of the devcluster's four, not every kwok node.
     jobset = manifest(
         "excl",
-        rjob("workers", 2, pods=2, annotations={"devcluster/finish-at": finish_at(15)}),
-        annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": ZONE},
+        rjob("workers", 2, pods=2, annotations=NEVER_FINISH),
+        annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": SLICE},
     )
-    _, outcome, _ = await run(backend, jobset, cluster_namespace)
+    selector = "jobset.sigs.k8s.io/jobset-name=excl"
+    (_, outcome, _), live = await asyncio.gather(
+        run(backend, jobset, cluster_namespace),
+        end_once_all_live(devcluster.core, cluster_namespace, selector, 4),
+    )
+    assert live, "the four pods never ran at once"
     assert outcome.phase is Phase.COMPLETED, (outcome.reason, outcome.message)
-    zones = {n: lbl[ZONE] for n, lbl in devcluster.node_labels().items() if ZONE in lbl}
+    slices = {n: lbl[SLICE] for n, lbl in devcluster.node_labels().items() if SLICE in lbl}
     pods = devcluster.core.list_namespaced_pod(cluster_namespace).items
     assert len({pod.metadata.labels["job-name"] for pod in pods}) == 2
-    assert not exclusivity_problems(pods, zones, lambda p: p.metadata.labels["job-name"])
+    assert not exclusivity_problems(pods, slices, lambda p: p.metadata.labels["job-name"])
 
 
 async def test_ttl_deletes_the_finished_jobset(
@@ -430,6 +438,20 @@ async def test_delete_wait_returns_when_everything_is_gone(
         "pods": [],
         "services": [],
     }
+
+
+async def test_a_start_meeting_its_namesake_being_deleted_waits_then_creates_its_own(
+    backend: RunFace, cluster_namespace: str, devcluster: Any
+) -> None:
+    """A try ends once its delete is accepted; the next one's start waits for the old run
+    to go (never adopting it, never failing on it), then creates its own."""
+    jobset = manifest("held", rjob("workers", annotations={"devcluster/never-finish": "true"}))
+
+    first, second = await start_meeting_a_namesake_being_deleted(
+        backend, jobset, cluster_namespace, devcluster
+    )
+    assert second.created and second.handle.uid != first.handle.uid
+    await backend.cancel(second.handle)
 
 
 # ---------------------------------------------------------------------------------- identity

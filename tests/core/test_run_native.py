@@ -29,10 +29,14 @@ from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
-from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
-from tests.core._exclusive import exclusivity_problems
-from tests.core._runs import FLAVOURS, RunFace, open_face
+from tests.core._exclusive import end_once_all_live, exclusivity_problems
+from tests.core._runs import (
+    FLAVOURS,
+    RunFace,
+    open_face,
+    start_meeting_a_namesake_being_deleted,
+)
 
 POD_SPEC = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
 
@@ -311,27 +315,32 @@ class TestOnCluster:
         suspended = (await native.jobset_status(sub.handle)).condition(c.SUSPENDED)
         assert suspended is not None and suspended.status == "False"
 
-    async def test_exclusive_placement_gives_distinct_zones(
-        self, native: RunFace, cluster_namespace: str, devcluster: Any
+    async def test_exclusive_placement_gives_distinct_slices(
+        self, native: RunFace, exclusive_placement: None, cluster_namespace: str, devcluster: Any
     ) -> None:
-        zone = "topology.kubernetes.io/zone"
+        # slices, not zones: the run holds two of the devcluster's four, not every kwok node
+        domain = "devcluster/slice"
         js = manifest(
             "excl",
-            # every pod ends at one moment; on the devcluster the upstream pod webhook also
-            # sees these pods (objectSelector jobset-name) and rejects followers until their
-            # leader is scheduled, so the Job controller creates them after a backoff (and other
-            # tests' pods may hold every zone for a while: tests/core/_exclusive.py)
-            crjob("w", 2, finish_at=finish_at(15), job_spec={"parallelism": 2, "completions": 2}),
-            annotations={labels.EXCLUSIVE_TOPOLOGY: zone},
+            # the pods run until all four run at once, then end together; on the devcluster
+            # the upstream pod webhook also sees these pods (objectSelector jobset-name) and
+            # rejects followers until their leader is scheduled, so the Job controller creates
+            # them after a backoff (tests/core/_exclusive.py)
+            crjob("w", 2, never_finish="true", job_spec={"parallelism": 2, "completions": 2}),
+            annotations={labels.EXCLUSIVE_TOPOLOGY: domain},
         )
-        sub = await native.submit(js, namespace=cluster_namespace)
-        outcome = await native.wait(sub.handle, timeout=60)
-        assert outcome.terminal_state == "Completed"
-        zones = {n: lbl[zone] for n, lbl in devcluster.node_labels().items() if zone in lbl}
         selector = f"{labels.JOBSET_NAME}=excl"
+        sub = await native.submit(js, namespace=cluster_namespace)
+        outcome, live = await asyncio.gather(
+            native.wait(sub.handle, timeout=150),
+            end_once_all_live(devcluster.core, cluster_namespace, selector, 4),
+        )
+        assert live, "the four pods never ran at once"
+        assert outcome.terminal_state == "Completed"
+        domains = {n: lbl[domain] for n, lbl in devcluster.node_labels().items() if domain in lbl}
         pods = devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector).items
         assert len({pod.metadata.labels[labels.JOB_KEY] for pod in pods}) == 2
-        assert not exclusivity_problems(pods, zones, lambda p: p.metadata.labels[labels.JOB_KEY])
+        assert not exclusivity_problems(pods, domains, lambda p: p.metadata.labels[labels.JOB_KEY])
 
     async def test_ttl_deletes_the_run(
         self, native: RunFace, cluster_namespace: str, devcluster: Any
@@ -668,3 +677,16 @@ class TestOnCluster:
                 await observer.aclose()
         assert stats["relists"] >= 1, stats
         assert proxy.stats.cut_gone >= 4, proxy.stats
+
+
+async def test_a_start_meeting_its_anchor_being_deleted_waits_then_creates_its_own(
+    native: RunFace, cluster_namespace: str, devcluster: Any
+) -> None:
+    """The native twin: the anchor being deleted holds the name until it is gone."""
+    jobset = manifest("held", crjob("workers", never_finish="true"))
+
+    first, second = await start_meeting_a_namesake_being_deleted(
+        native, jobset, cluster_namespace, devcluster
+    )
+    assert second.created and second.handle.uid != first.handle.uid
+    await native.cancel(second.handle)

@@ -96,14 +96,15 @@ async def test_queue_time_never_counts_against_the_timeout(
 ) -> None:
     ns = cluster_namespace
     with own_queue(devcluster.custom, ns) as queue:
-        blocker(devcluster, ns, "first", 10)
+        blocker(devcluster, ns, "first", 16)
         heard = Heard()
         body = queued_jobset("second", cpu="3", run_seconds=2, queue=queue)
-        run = request(body, ns, deadline=Deadline(timeout=6), delete_policy="never")
+        # 10 s leave a loaded machine 8 s to start the admitted run's pods and end it
+        run = request(body, ns, deadline=Deadline(timeout=10), delete_policy="never")
         async with session(settings(devcluster)) as lifecycle:
             finished = await lifecycle.execute(run, Reporter(progress=heard))
     verdict = finished.verdict
-    # queued ~10 s behind the first (more than its 6 s timeout), ran 2 s: completed
+    # queued ~16 s behind the first (more than its 10 s timeout), ran 2 s: completed
     assert verdict.kind == "completed", verdict.message
     assert verdict.queue is not None and verdict.queue.status == "admitted"
     assert verdict.queue.cluster_queue == f"cq-{ns}"
@@ -344,11 +345,11 @@ def test_jobsetctl_runs_through_a_queue_and_status_shows_it(
         return code, out.getvalue(), err.getvalue()
 
     with own_queue(devcluster.custom, ns) as queue:
-        blocker(devcluster, ns, "first", 8)
+        blocker(devcluster, ns, "first", 14)
         path = tmp_path / "second.yaml"
         path.write_text(yaml.safe_dump(queued_jobset("second", cpu="3", run_seconds=1, queue=None)))
-        code, out, err = run("run", str(path), "--queue", queue, "--timeout", "5")
-        assert code == 0, (out, err)  # queued ~8 s, longer than its 5 s timeout: completed
+        code, out, err = run("run", str(path), "--queue", queue, "--timeout", "9")
+        assert code == 0, (out, err)  # queued ~14 s, longer than its 9 s timeout: completed
         lines = out.splitlines()
         queued = [line for line in lines if line.startswith("queued: ")]
         assert any("queued in LocalQueue devcluster-queue: Pending:" in q for q in queued), out
