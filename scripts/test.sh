@@ -42,6 +42,9 @@ trap 'step "devcluster: stop"; nojobset_down; make --no-print-directory cluster-
 # of the tokens it issued) goes away: pytest's output, its temporary folders, the Airflow
 # homes of the end-to-end tests, the devcluster's component logs.
 logs=$(mktemp -d -t jobset-test-logs-XXXXXX)
+# The folders tests make outside pytest's (Airflow homes) go in here too: searched, then
+# removed with the logs (tests/_scratch.py).
+export JOBSET_TEST_SCRATCH="$logs/scratch"
 step "devcluster without JobSet: started, beside the steps below"
 nojobset_up &
 
@@ -66,11 +69,19 @@ run_pytest() {
 # one worker, each test has its own namespace); the tests marked `alone` (they restart the
 # cluster's components, time the ways against each other, or measure the event loop) run
 # after, one at a time, on a quiet cluster.
-kfp_select=(-m "kfp or core or not cluster")
+# The KFP side in two parts, one after the other beside the Airflow side's first pass (below):
+# its cluster tests, the core's and the KFP components', then its pure tests but the core's.
+# The core's pure tests at this floor run in tests/release/test_ranges.py (floor-py3.11: the
+# built wheel in a bare environment with requirements/core-floor.txt, the same lower bounds on
+# the same Python), beside the first pass too; a third copy here took ~1,800 of the KFP side's
+# ~2,000 tests.
+kfp_select=(-m "not cluster and not core")
+kfp_core_select=(-m "(core or kfp) and cluster")
 not_alone=(-m "not alone"); only_alone=(-m alone)
 case "${DEVCLUSTER_REAL_NODE:-1}" in
   0|false|no|off)
     kfp_select=(-m "(${kfp_select[1]}) and not realnode")
+    kfp_core_select=(-m "${kfp_core_select[1]} and not realnode")
     not_alone=(-m "${not_alone[1]} and not realnode"); only_alone=(-m "${only_alone[1]} and not realnode")
     echo "DEVCLUSTER_REAL_NODE=${DEVCLUSTER_REAL_NODE}: real-node tests deselected" ;;
 esac
@@ -78,14 +89,15 @@ esac
 case "${DEVCLUSTER_KUEUE:-1}${DEVCLUSTER_JOBSET:-1}" in
   *0*|*false*|*no*|*off*)
     kfp_select=(-m "(${kfp_select[1]}) and not kueue")
+    kfp_core_select=(-m "${kfp_core_select[1]} and not kueue")
     not_alone=(-m "${not_alone[1]} and not kueue"); only_alone=(-m "${only_alone[1]} and not kueue")
     echo "Kueue off: Kueue tests deselected" ;;
 esac
-# The core's tests, pure and cluster, run on both sides, so both ends of the client range meet a
-# real API server: the KFP side is locked at the lowest kubernetes_asyncio the core accepts
+# The core's cluster tests run on both sides, so both ends of the client range meet a real API
+# server: the KFP side is locked at the lowest kubernetes_asyncio the core accepts
 # (requirements/kfp-floor.in) beside kfp's kubernetes<31, the Airflow side at the newest. (The
-# second copy of the core's 509 cluster tests costs ~7 min of a cold run, mostly the API
-# server's and etcd's CPU; the Go wrappers' shared build cache paid for it.)
+# second copy of the core's ~510 cluster tests took ~7 min of a cold run after the alone pass,
+# mostly the API server's and etcd's CPU; it now runs beside the Airflow side's first pass.)
 # tests/bench first: its smoke profile (~200 s in one file) was collected last, and a cold run's
 # pass ended with ~2.5 min of one or two busy workers (workers take files in collection order).
 airflow_tests=(tests/bench tests/core tests/cluster tests/airflow tests/docs)
@@ -95,49 +107,69 @@ airflow_tests=(tests/bench tests/core tests/cluster tests/airflow tests/docs)
 # the Airflow side's parallel pass, whose workers leave about a third of the CPU idle (they wait
 # on the cluster); their output is shown once they are done, before the alone pass.
 step "release and the benchmarks' charts (docs environment): started, beside the steps below"
-scripts/venv.sh docs || status=1  # here, before the docs site needs it too
 (
+  # The docs environment first (~50 s cold: downloads and unpacking; the docs site needs it
+  # later, after this is waited for).
+  scripts/venv.sh docs || exit 1
   rc=0
   for suite in tests/release tests/bench; do
     echo "=== pytest, docs side: $suite ==="
     .venv/docs/bin/python -m pytest -p no:cacheprovider --durations=15 \
       --basetemp="$logs/tmp-docs-$(basename "$suite")" "$suite" || rc=1
   done
+  # Then the site, from the charts just drawn (~20 s; it ran after the alone pass, on the
+  # cold run's critical path).
+  echo "=== docs site (mkdocs build --strict) ==="
+  make --no-print-directory docs || rc=1
   exit $rc
 ) > "$logs/pytest-docs.log" 2>&1 &
 docs_side_pid=$!
+# The Airflow matrix's environments (one per older minor, ~2 min cold: downloads and unpacking)
+# are built here too, beside the pass below; then the lowest minor's cluster subset runs
+# (~3.5 min, mostly waiting on the cluster), then every older minor's unit tests (~3 min of
+# CPU, niced: the pass below keeps the CPU it asks for; after the alone pass they were the
+# cold run's last minute).
+step "Airflow matrix: environments, the lowest minor's cluster subset, the older minors' unit tests: started, beside the steps below"
+(
+  rc=0
+  MATRIX_CLUSTER=lowest MATRIX_PART=cluster scripts/matrix.sh || rc=1
+  MATRIX_PART=unit nice -n 10 scripts/matrix.sh || rc=1
+  exit $rc
+) > "$logs/matrix.log" 2>&1 &
+matrix_pid=$!
+# The KFP side runs beside the Airflow side's first pass too: its cluster tests (the core's at
+# the lowest client, and the KFP components' in real pods: they wait on the cluster, and that
+# pass leaves about a third of the CPU idle), then its pure tests, niced. Its output is shown
+# once it is done, before the alone pass.
+step "pytest, kfp side: the cluster tests (the core's, the components'), then the pure ones: started, beside the steps below"
+(
+  rc=0
+  .venv/kfp/bin/python -m pytest -p no:cacheprovider --durations=15 -n 2 --dist loadfile \
+    --basetemp="$logs/tmp-kfp-core" "${kfp_core_select[@]}" tests/kfp tests/core || rc=1
+  # 5 = no tests collected: an empty side is a failure of this script, not a pass.
+  nice -n 10 .venv/kfp/bin/python -m pytest -p no:cacheprovider --durations=15 -n 2 \
+    --dist loadfile --basetemp="$logs/tmp-kfp-pure" "${kfp_select[@]}" tests/kfp tests/docs \
+    || rc=1
+  exit $rc
+) > "$logs/pytest-kfp.log" 2>&1 &
+kfp_pid=$!
 run_pytest airflow -n "${TEST_WORKERS:-3}" --dist loadfile "${not_alone[@]}" "${airflow_tests[@]}"
 # Done before the tests that need the cluster (and the machine) to themselves.
-step "release: build, the wheel at both ends of every range and from Airflow's constraints, the launcher's contents; charts"
+step "pytest, kfp side: the cluster tests, then the pure ones (run beside the pass above)"
+wait "$kfp_pid" || status=1
+cat "$logs/pytest-kfp.log"
+step "release: build, the wheel at both ends of every range and from Airflow's constraints, the launcher's contents; charts; the docs site"
 wait "$docs_side_pid" || status=1
 cat "$logs/pytest-docs.log"
-run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
-
-# The Airflow matrix (every older Airflow 3 minor's unit tests, and on the lowest minor a cluster
-# subset that waits more than it computes) runs beside the rest; its output is shown once it
-# is done.
-step "Airflow matrix (older minors): started, beside the steps below"
-MATRIX_CLUSTER=lowest scripts/matrix.sh > "$logs/matrix.log" 2>&1 &
-matrix_pid=$!
-
-
-# The KFP side waits on the cluster as much as the Airflow side's first pass: TEST_WORKERS
-# processes too (a file's tests stay on one worker).
-run_pytest kfp -n "${TEST_WORKERS:-3}" --dist loadfile "${kfp_select[@]}" tests/kfp tests/core tests/docs
-
-step "docs site (mkdocs build --strict)"
-make --no-print-directory docs || status=1
-
 step "Airflow matrix (older minors)"
 wait "$matrix_pid" || status=1
 cat "$logs/matrix.log"
+run_pytest airflow "${only_alone[@]}" "${airflow_tests[@]}"
 
 # Last, once every test has written what it writes.
 step "no credentials in any log of the suite"
-airflow_homes=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'jobset-*airflow*' -newer "$logs" 2>/dev/null)
-# shellcheck disable=SC2086
 python3 tests/cluster/logscan.py --state-dir "${DEVCLUSTER_STATE_DIR:-.devcluster}" \
-  "$logs" "${DEVCLUSTER_STATE_DIR:-.devcluster}/logs" $airflow_homes || status=1
+  "$logs" "${DEVCLUSTER_STATE_DIR:-.devcluster}/logs" || status=1
 # ... nor any secret of the cluster without JobSet (its own CA, keys and tokens).
 if [ -d "$DEVCLUSTER_NOJOBSET_STATE_DIR/logs" ]; then
   python3 tests/cluster/logscan.py --state-dir "$DEVCLUSTER_NOJOBSET_STATE_DIR" \
@@ -145,5 +177,10 @@ if [ -d "$DEVCLUSTER_NOJOBSET_STATE_DIR/logs" ]; then
 fi
 
 step "result"
-if [ $status -eq 0 ]; then echo "make test: all green"; else echo "make test: FAILED"; fi
+if [ $status -eq 0 ]; then
+  rm -rf "$logs"
+  echo "make test: all green"
+else
+  echo "make test: FAILED (its logs and the tests' Airflow homes are kept in $logs)"
+fi
 exit $status

@@ -1,8 +1,12 @@
-"""Markers by folder: every test under ``tests/core/`` carries ``core``.
+"""Markers by folder: every test under ``tests/core/`` carries ``core``; by fixture: every
+test that uses the ``devcluster`` fixture (itself or through another fixture) carries
+``cluster``, so a selection of the tests that need no cluster (``-m "not cluster"``, as
+tests/release/test_ranges.py runs the core at both ends of its ranges) never starts one.
 
-``scripts/test.sh`` runs every core test on both sides: the KFP side is locked at the lowest
-``kubernetes_asyncio`` the core accepts, the Airflow side at the newest, so both ends of the
-range meet the devcluster. The marker selects the core alone (``-m core``).
+``scripts/test.sh`` runs the core's cluster tests on both sides: the KFP side is locked at the
+lowest ``kubernetes_asyncio`` the core accepts, the Airflow side at the newest, so both ends of
+the range meet the devcluster (its pure tests run at both ends in tests/release/test_ranges.py).
+The marker selects the core alone (``-m core``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(CORE):
             item.add_marker(pytest.mark.core)
+        if "devcluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture

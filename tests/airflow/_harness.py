@@ -1,7 +1,7 @@
 """Real Airflow processes for end-to-end tests: API server, DAG processor, scheduler and
-triggerer (LocalExecutor on SQLite) in a private ``AIRFLOW_HOME``, driven through the
-``airflow`` CLI and the REST API. Every process is stopped on exit, also one restarted
-meanwhile (:meth:`AirflowProcesses.restart`, for fault tests)."""
+triggerer (LocalExecutor on SQLite) in a private ``AIRFLOW_HOME``, driven through the REST
+API. Every process is stopped on exit, also one restarted meanwhile
+(:meth:`AirflowProcesses.restart`, for fault tests)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests._scratch import scratch_dir
+
 __all__ = ["AirflowProcesses", "airflow_processes"]
+
+
+#: Tries of a REST call that the API server answers with a 5xx.
+_API_TRIES = 5
 
 
 def _free_port() -> int:
@@ -45,6 +51,10 @@ class AirflowProcesses:
     #: The running process of each command.
     by_command: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     watchdog: subprocess.Popen[bytes] | None = None
+    #: The user and password the REST API calls log in with (``None``: every user is an
+    #: admin, ``SIMPLE_AUTH_MANAGER_ALL_ADMINS``).
+    login: tuple[str, str] | None = None
+    _token: str | None = field(default=None, repr=False)
 
     def start(self, command: str) -> subprocess.Popen[bytes]:
         """Start ``airflow <command>`` in a session of its own, logging to ``<command>.log``
@@ -78,34 +88,6 @@ class AirflowProcesses:
         self.kill(command, sig)
         self.start(command)
 
-    def cli(self, *args: str) -> str:
-        """Run ``airflow <args>``; its standard output (fails on a non-zero exit)."""
-        run = subprocess.run(
-            [*self.airflow, *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-        return run.stdout
-
-    def json(self, *args: str) -> Any:
-        """The JSON document of a CLI answer (log lines may come before it)."""
-        text = self.cli(*args)
-        decoder = json.JSONDecoder()
-        offset = 0
-        for line in text.splitlines(keepends=True):
-            if line.lstrip().startswith(("[", "{")):
-                try:
-                    start = offset + len(line) - len(line.lstrip())
-                    return decoder.raw_decode(text[start:])[0]
-                except ValueError:
-                    pass
-            offset += len(line)
-        raise AssertionError(f"no JSON in: {text[-2000:]}")
-
     def logs(self) -> str:
         """The tail of every process log, for assertion messages."""
         return "\n".join(
@@ -114,13 +96,57 @@ class AirflowProcesses:
         )
 
     def wait_parsed(self, *dag_ids: str, timeout: float = 240) -> None:
-        """Until the DAG processor has parsed every DAG named."""
+        """Until the DAG processor has parsed every DAG named (and the API server answers).
+
+        Asked of the REST API, like every call below: an ``airflow`` CLI call is a new
+        interpreter, seconds of CPU each, and polling with it took about a core away from
+        the processes under test."""
         deadline = time.monotonic() + timeout
-        while not all(d in self.cli("dags", "list", "-o", "plain") for d in dag_ids):
-            assert time.monotonic() < deadline, "the DAG processor never parsed the DAGs\n" + (
-                self.logs()
-            )
-            time.sleep(3)
+        missing = list(dag_ids)
+        while missing:
+            missing = [d for d in missing if self.answer("GET", f"/api/v2/dags/{d}") is None]
+            if missing:
+                assert time.monotonic() < deadline, (
+                    f"the DAG processor never parsed {missing}\n{self.logs()}"
+                )
+                time.sleep(1)
+
+    def unpause(self, dag_id: str) -> None:
+        """Let the scheduler run ``dag_id``'s runs."""
+        self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def trigger(self, dag_id: str, run_id: str) -> None:
+        """Start a run of ``dag_id`` named ``run_id`` (it waits while the DAG is paused)."""
+        body = {"dag_run_id": run_id, "logical_date": None}
+        try:
+            self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:  # 409: a try that answered 500 made it after all
+                raise
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float, every: float = 2) -> str:
+        """Until the DAG run ends (or ``timeout`` seconds pass): its last state."""
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            answer = self.answer("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+            state = str((answer or {}).get("state", ""))
+            if state in ("success", "failed"):
+                break
+            time.sleep(every)
+        return state
+
+    def task_instances(self, dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
+        """The task instances of a DAG run by task id (``state``, ``try_number``...)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=1000"
+        return {t["task_id"]: t for t in self.api("GET", path)["task_instances"]}
+
+    def answer(self, method: str, path: str, body: Any = None) -> Any:
+        """:meth:`api`, or ``None`` while the API server is not up yet or answers 404."""
+        try:
+            return self.api(method, path, body)
+        except OSError:  # refused while it starts; HTTPError 404 (not parsed yet) is one too
+            return None
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """One REST API call as the (simple auth manager's) admin."""
@@ -138,14 +164,44 @@ class AirflowProcesses:
         text = self._call("GET", path, accept="application/x-ndjson").decode()
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
+    def token(self) -> str:
+        """A JWT of the simple auth manager's admin (:attr:`login`'s user, if set); kept
+        for the next calls."""
+        if self._token is None:
+            self._token = self.token_of(*self.login) if self.login else self.token_of()
+        return self._token
+
+    def token_of(self, user: str | None = None, password: str = "") -> str:
+        """A new JWT from the simple auth manager's login endpoint: of ``user`` (POST with
+        its password), or, without one, of the admin every user is (GET)."""
+        url = f"http://127.0.0.1:{self.port}/auth/token"
+        request = urllib.request.Request(url)
+        if user is not None:
+            request = urllib.request.Request(
+                url,
+                data=json.dumps({"username": user, "password": password}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return str(json.loads(answer.read())["access_token"])
+
+    def read(self, path: str, token: str, *, accept: str = "application/json") -> bytes:
+        """One GET with ``token`` (:meth:`token`): the answer's body, and nothing else sent
+        (to time what the API server does for one request)."""
+        return self._call("GET", path, accept=accept, token=token)
+
     def _call(
-        self, method: str, path: str, body: Any = None, *, accept: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        accept: str = "application/json",
+        token: str | None = None,
     ) -> bytes:
-        base = f"http://127.0.0.1:{self.port}"
-        with urllib.request.urlopen(f"{base}/auth/token", timeout=30) as answer:
-            token = json.loads(answer.read())["access_token"]
+        token = token or self.token()
         request = urllib.request.Request(
-            base + path,
+            f"http://127.0.0.1:{self.port}{path}",
             method=method,
             data=None if body is None else json.dumps(body).encode(),
             headers={
@@ -154,8 +210,17 @@ class AirflowProcesses:
                 "Accept": accept,
             },
         )
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return bytes(answer.read())
+        for attempt in range(_API_TRIES):
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    return bytes(answer.read())
+            except urllib.error.HTTPError as error:
+                # SQLite: a write of the API server that meets the scheduler's lock answers
+                # 500 ("database is locked"); the CLI it replaces waited on the lock instead
+                if error.code < 500 or attempt == _API_TRIES - 1:
+                    raise
+                time.sleep(1)
+        raise AssertionError("unreachable")
 
     def task_logs(self, dag_id: str, run_id: str, task_id: str) -> Path:
         """The folder of a task instance's logs."""
@@ -205,7 +270,7 @@ def airflow_processes(
 
     ``process_env`` adds variables to one command's environment (e.g. another Kubernetes
     connection for the triggerer than for the scheduler and its workers)."""
-    home = Path(tempfile.mkdtemp(prefix="jobset-e2e-airflow-"))
+    home = scratch_dir("jobset-e2e-airflow-")
     (home / "dags").mkdir()
     for stem, source in dags.items():
         (home / "dags" / f"{stem}.py").write_text(source)

@@ -57,11 +57,14 @@ class Recorder:
             "workloads": {},
         }
         self.logs: dict[str, list[str]] = {}  # pod uid -> lines
+        #: pod uid -> why each read of its log failed (for assertion messages)
+        self.log_errors: dict[str, list[str]] = {}
         self.stop = threading.Event()
 
     def follow_log(self, namespace: str, name: str, uid: str) -> None:
         """The pod's log, from its start to its end (retried while the container waits)."""
         lines = self.logs.setdefault(uid, [])
+        ended = False  # the pod ended while its log was not readable yet: read it once more
         while not self.stop.is_set():
             try:
                 resp = self.core.read_namespaced_pod_log(
@@ -70,14 +73,22 @@ class Recorder:
                 for raw in resp.stream():
                     lines.extend(raw.decode(errors="replace").splitlines())
                 return
-            except Exception:  # not started yet (400) or gone (404)
+            except Exception as error:  # not started yet (400) or gone (404)
+                said = getattr(error, "status", None) or type(error).__name__
+                self.log_errors.setdefault(uid, []).append(f"{time.time():.1f} {said}")
+                if ended:
+                    return
                 try:
                     pod = self.core.read_namespaced_pod(name, namespace)
                 except Exception:
                     return
-                if pod.metadata.uid != uid or pod.status.phase in ("Succeeded", "Failed"):
+                if pod.metadata.uid != uid:
                     return
-                time.sleep(0.5)
+                # a container that starts, writes and fails within one retry gap still has its
+                # log: read it once more rather than give up on a terminal phase
+                ended = pod.status.phase in ("Succeeded", "Failed")
+                if not ended:
+                    time.sleep(0.5)
 
     def follow(self, kind: str, list_fn: Any, label_selector: str, **kwargs: Any) -> None:
         """Keep the last state of every object (a DELETED event carries the final one)."""

@@ -10,13 +10,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-HOME = Path(tempfile.mkdtemp(prefix="jobset-airflow-home-"))
+from tests._scratch import scratch_dir
+
+HOME = scratch_dir("jobset-airflow-home-")
 DAGS = HOME / "dags"
 DAGS.mkdir()
 os.environ["AIRFLOW_HOME"] = str(HOME)

@@ -142,8 +142,9 @@ def test_prepare_train_evaluate_on_the_real_node(  # noqa: PLR0917
 
     # ... and as the pods logged it: the failure, the checkpoint it resumed from, the result
     logs = {(attempt_of(p), pod_index(p)): rec.logs.get(p.metadata.uid, []) for p in pods}
-    assert "[attempt 0 process 0/2] checkpoint step-000020.npz" in logs[0, 0]
-    assert "[attempt 0 process 1/2] simulated failure at step 25 (exit 1)" in logs[0, 1]
+    why = {(attempt_of(p), pod_index(p)): rec.log_errors.get(p.metadata.uid) for p in pods}
+    assert "[attempt 0 process 0/2] checkpoint step-000020.npz" in logs[0, 0], why
+    assert "[attempt 0 process 1/2] simulated failure at step 25 (exit 1)" in logs[0, 1], why
     resume = (
         "[attempt 1 process 0/2] resumed from checkpoint step-000020.npz: continuing at step 20"
     )

@@ -126,19 +126,11 @@ def test_dag_lives_its_whole_life_with_a_retry(
 ) -> None:
     ctx = airflow_env
     ctx.wait_parsed(DAG_ID)
-    ctx.cli("dags", "unpause", DAG_ID)
-    ctx.cli("dags", "trigger", DAG_ID, "--run-id", "e2e_run")
-    deadline = time.monotonic() + 420
-    state = ""
-    while time.monotonic() < deadline:
-        runs = ctx.json("dags", "list-runs", DAG_ID, "-o", "json")
-        state = next((r["state"] for r in runs if r["run_id"] == "e2e_run"), "")
-        if state in ("success", "failed"):
-            break
-        time.sleep(5)
-    tis = ctx.json("tasks", "states-for-dag-run", DAG_ID, "e2e_run", "-o", "json")
-    assert state == "success", f"run is {state!r}: {tis}\n{ctx.logs()}"
-    by_task = {t["task_id"]: t for t in tis}
+    ctx.unpause(DAG_ID)
+    ctx.trigger(DAG_ID, "e2e_run")
+    state = ctx.wait_run(DAG_ID, "e2e_run", 420)
+    by_task = ctx.task_instances(DAG_ID, "e2e_run")
+    assert state == "success", f"run is {state!r}: {by_task}\n{ctx.logs()}"
     assert by_task["train"]["state"] == "success"
     assert by_task["check"]["state"] == "success"
     task_logs = ctx.task_logs(DAG_ID, "e2e_run", "train")
@@ -164,8 +156,8 @@ def test_dag_lives_its_whole_life_with_a_retry(
     # line written for it, only once the task is deferred (the second once the first's line
     # is shown), so only a trigger that follows the pods' logs in the triggerer shows them.
     ctx.wait_parsed("e2e_kill")
-    ctx.cli("dags", "unpause", "e2e_kill")
-    ctx.cli("dags", "trigger", "e2e_kill", "--run-id", "kill_run")
+    ctx.unpause("e2e_kill")
+    ctx.trigger("e2e_kill", "kill_run")
     namespace = cluster_namespace
     hold = "/api/v2/dags/e2e_kill/dagRuns/kill_run/taskInstances/hold"
 

@@ -79,6 +79,9 @@ AIRFLOW_WAYS = ("worker", "deferrable")
 #: not exceed its cores; see :func:`tolerance` for a busier one.
 WITHIN = 2.0
 WATCHING_TIMEOUT = 240.0
+#: Seconds between the starts of a wave's scenarios (each started its DAG run with two
+#: `airflow` CLI calls, ~8 s, before the REST API did it at once).
+SCENARIO_GAP = 3.0
 TIMEOUT = 12
 #: Seconds from a run's first ``FailedCreate`` to its verdict, at most (issue 21).
 REFUSED_WITHIN = 20.0
@@ -602,10 +605,21 @@ def run_sensor(
         judged = [(t, m) for t, m in said if kind_of(m) in kinds]
         return judged[-1] if judged else None
 
+    # Watching once a look of the sensor found the run (not once it is submitted): a run
+    # deleted before the sensor's first look is a run that does not exist yet, for a sensor,
+    # and it waits for it (a cold run's loaded wave met exactly that).
+    look = sensor._seen
+
+    async def seen(*args: Any) -> Any:
+        found = await look(*args)
+        if found and result.watching_at is None:
+            result.watching_at = time.time()
+        return found
+
+    sensor._seen = seen  # type: ignore[method-assign]
     submit(document(scenario, name), backend, namespace, queue=scenario.queue is not None)
     result.submitted_at = time.time()
     ends = time.time() + (scenario.timeout or 900)
-    result.watching_at = time.time()
     try:
         while time.time() < ends:
             sensor.poke_interval = max(0.1, min(15.0, ends - time.time()))
@@ -785,12 +799,32 @@ def _log_lines(path: Path) -> Iterator[tuple[float, str]]:
         yield stamp, text
 
 
+def _triggerer_lines(ctx: AirflowProcesses, needle: str) -> list[tuple[float, str]]:
+    """``(time, text)`` of the triggerer process's own log lines that hold ``needle``."""
+    found = []
+    path = ctx.home / "triggerer.log"
+    for raw in path.read_text(errors="replace").splitlines() if path.exists() else ():
+        stamp, _, rest = raw.partition(" ")
+        if needle not in rest:
+            continue
+        with contextlib.suppress(ValueError):
+            when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            found.append((when, rest.split("] ", 1)[-1]))
+    return found
+
+
 def read_deferrable(
-    ctx: AirflowProcesses, scenario: Scenario, backend: str, result: WayResult
+    ctx: AirflowProcesses,
+    scenario: Scenario,
+    backend: str,
+    result: WayResult,
+    namespace: str | None = None,
 ) -> None:
     """What the task's worker tries and the real triggerer logged for the task: when it
     started, submitted, when its trigger first reported (watching) and each try's verdict
-    (the trigger's, or the try's own when it ended without deferring)."""
+    (the trigger's, or the try's own when it ended without deferring). A trigger's verdict
+    missing from its own log file (Airflow's triggerer once dropped a finished trigger's last
+    lines there, under load) is read from the triggerer's log, where the same line stands."""
     folder = ctx.task_logs(f"parity_{scenario.id}", "parity", f"d_{backend}")
     result.name = f"d-{short(backend)}"
     result.kinds, result.messages, result.verdict_at = [], [], []
@@ -815,6 +849,8 @@ def read_deferrable(
                     result.watching_at = result.watching_at or stamp
                 elif what in text:
                     verdicts.append((stamp, text))  # "JobSet ns/name: <the verdict>"
+        if triggers and not verdicts and namespace and attempt == max(tries):
+            verdicts = _triggerer_lines(ctx, f" JobSet {namespace}/{result.name}: JobSet ")
         if verdicts:
             stamp, text = verdicts[0] if triggers else verdicts[-1]
             result.note_at(kind_of(text), text, stamp)
@@ -1265,11 +1301,14 @@ def start_wave(
 ) -> None:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     submit = _submit_for_sensor(kubeconfig)
-    for scenario in wave.scenarios:
+    for n, scenario in enumerate(wave.scenarios):
+        if n:  # the ways are compared within a scenario: start the scenarios a little apart,
+            # not all ~40 ways in one burst that the load average (it lags) does not show yet
+            time.sleep(SCENARIO_GAP)
         namespace = wave.namespaces[scenario.id]
         if ctx is not None and "deferrable" in ways:
-            ctx.cli("dags", "unpause", f"parity_{scenario.id}")
-            ctx.cli("dags", "trigger", f"parity_{scenario.id}", "--run-id", "parity")
+            ctx.unpause(f"parity_{scenario.id}")
+            ctx.trigger(f"parity_{scenario.id}", "parity")
         for backend in scenario.backends:
             for way in ways:
                 result = WayResult(way, backend, namespace)
@@ -1303,7 +1342,7 @@ def watching(wave: Wave, ctx: AirflowProcesses | None, scenario: Scenario, backe
         if result is None:
             continue
         if way == "deferrable" and ctx is not None:
-            read_deferrable(ctx, scenario, backend, result)
+            read_deferrable(ctx, scenario, backend, result, wave.namespaces.get(scenario.id))
         if result.watching_at is None and not result.kinds and not result.error:
             return False
     return True
@@ -1327,17 +1366,12 @@ def drive_wave(wave: Wave, ctx: AirflowProcesses | None, kubeconfig: Path) -> No
     if ctx is not None:
         ends = time.monotonic() + 300
         for scenario in wave.scenarios:
-            while time.monotonic() < ends:
-                runs = ctx.json("dags", "list-runs", f"parity_{scenario.id}", "-o", "json")
-                if any(
-                    r["run_id"] == "parity" and r["state"] in ("success", "failed") for r in runs
-                ):
-                    break
-                time.sleep(3)
+            ctx.wait_run(f"parity_{scenario.id}", "parity", max(ends - time.monotonic(), 0))
             for backend in scenario.backends:
                 result = wave.results.get((scenario.id, backend, "deferrable"))
                 if result is not None:
-                    read_deferrable(ctx, scenario, backend, result)
+                    namespace = wave.namespaces.get(scenario.id)
+                    read_deferrable(ctx, scenario, backend, result, namespace)
 
 
 def disagreements(wave: Wave) -> tuple[list[Disagreement], str]:
@@ -1636,8 +1670,8 @@ def test_an_error_mid_wait_with_delete_policy_always_leaves_nothing_behind_in_ev
             said[(way, backend)] = f"harness: {type(error).__name__}: {error}"
 
     dag = f"parity_{ERROR_MID_WAIT.id}"
-    ctx.cli("dags", "unpause", dag)
-    ctx.cli("dags", "trigger", dag, "--run-id", "parity")
+    ctx.unpause(dag)
+    ctx.trigger(dag, "parity")
     threads = [
         threading.Thread(target=run, args=(way, backend), daemon=True)
         for way in ERROR_WAYS
@@ -1661,15 +1695,10 @@ def test_an_error_mid_wait_with_delete_policy_always_leaves_nothing_behind_in_ev
         proxy.cut_watches("gone")  # the watches list again, and are refused
         for thread in threads:
             thread.join(WATCHING_TIMEOUT)
-        ends, states = time.monotonic() + WATCHING_TIMEOUT, []
-        while time.monotonic() < ends:
-            states = [r["state"] for r in ctx.json("dags", "list-runs", dag, "-o", "json")]
-            if states and states[0] in ("success", "failed"):
-                break
-            time.sleep(3)
+        state = ctx.wait_run(dag, "parity", WATCHING_TIMEOUT)
     finally:
         proxy.refuse_reads()
-    assert states == ["failed"], f"the deferrable tasks' DAG run: {states}"
+    assert state == "failed", f"the deferrable tasks' DAG run: {state!r}"
     for backend in BACKENDS:
         folder = ctx.task_logs(dag, "parity", f"d_{backend}")
         text = "".join(p.read_text(errors="replace") for p in folder.glob("attempt=*.log"))

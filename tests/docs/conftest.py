@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
-os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="jobset-docs-airflow-home-")
+from tests._scratch import scratch_dir
+
+os.environ["AIRFLOW_HOME"] = str(scratch_dir("jobset-docs-airflow-home-"))
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
