@@ -62,33 +62,33 @@ class Recorder:
         self.stop = threading.Event()
 
     def follow_log(self, namespace: str, name: str, uid: str) -> None:
-        """The pod's log, from its start to its end (retried while the container waits)."""
+        """The pod's log, from its start to its end: followed, and read from the start again
+        whenever a stream ends while the pod lives (a stream may be cut), once more when it
+        has ended (every read is whole, from the first line), until the pod is gone."""
         lines = self.logs.setdefault(uid, [])
-        ended = False  # the pod ended while its log was not readable yet: read it once more
+        ended = False
         while not self.stop.is_set():
             try:
                 resp = self.core.read_namespaced_pod_log(
-                    name, namespace, follow=True, _preload_content=False
+                    name, namespace, follow=not ended, _preload_content=False
                 )
-                for raw in resp.stream():
-                    lines.extend(raw.decode(errors="replace").splitlines())
-                return
+                text = b"".join(resp.stream()).decode(errors="replace").splitlines()
+                if len(text) >= len(lines):
+                    lines[:] = text
             except Exception as error:  # not started yet (400) or gone (404)
                 said = getattr(error, "status", None) or type(error).__name__
                 self.log_errors.setdefault(uid, []).append(f"{time.time():.1f} {said}")
-                if ended:
-                    return
-                try:
-                    pod = self.core.read_namespaced_pod(name, namespace)
-                except Exception:
-                    return
-                if pod.metadata.uid != uid:
-                    return
-                # a container that starts, writes and fails within one retry gap still has its
-                # log: read it once more rather than give up on a terminal phase
-                ended = pod.status.phase in ("Succeeded", "Failed")
-                if not ended:
-                    time.sleep(0.5)
+            if ended:
+                return
+            try:
+                pod = self.core.read_namespaced_pod(name, namespace)
+            except Exception:
+                return
+            if pod.metadata.uid != uid:
+                return
+            ended = pod.status.phase in ("Succeeded", "Failed")
+            if not ended:
+                time.sleep(0.5)
 
     def follow(self, kind: str, list_fn: Any, label_selector: str, **kwargs: Any) -> None:
         """Keep the last state of every object (a DELETED event carries the final one)."""

@@ -148,9 +148,9 @@ def test_prepare_train_evaluate_on_the_real_node(  # noqa: PLR0917
     resume = (
         "[attempt 1 process 0/2] resumed from checkpoint step-000020.npz: continuing at step 20"
     )
-    assert resume in logs[1, 0]
+    assert resume in logs[1, 0], why
     done = [ln for ln in logs[1, 0] if ln.startswith("[attempt 1 process 0/2] done: ")]
-    assert len(done) == 1 and json.loads(done[0].split(" done: ", 1)[1]) == metrics
+    assert len(done) == 1 and json.loads(done[0].split(" done: ", 1)[1]) == metrics, why
 
     # ... and as the checkpoints on the shared storage hold it: the model of step 40 fits the
     # dataset prepare wrote as well as the reported loss says

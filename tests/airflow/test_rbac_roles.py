@@ -227,14 +227,23 @@ class Case:
     def gone(self) -> bool:
         return not self.runs()
 
-    def end_pods(self, selector: str, timeout: float = 60) -> None:
-        """Once a ``never-finish`` pod of ``selector`` exists, end every one (exit 0 at once)."""
+    def end_pods(
+        self, selector: str, timeout: float = 60, unless: Callable[[], bool] | None = None
+    ) -> None:
+        """Once a ``never-finish`` pod of ``selector`` exists, end every one (exit 0 at once);
+        or nothing, once ``unless()`` is true (what would create the pod ended)."""
         deadline = time.monotonic() + timeout
         while not (
-            pods := self.devcluster.core.list_namespaced_pod(
-                self.namespace, label_selector=selector
-            ).items
+            pods := [
+                p
+                for p in self.devcluster.core.list_namespaced_pod(
+                    self.namespace, label_selector=selector
+                ).items
+                if (p.metadata.annotations or {}).get("devcluster/never-finish") == "true"
+            ]
         ):
+            if unless is not None and unless():
+                return
             assert time.monotonic() < deadline, f"no pod of {selector} in {timeout:.0f}s"
             time.sleep(0.3)
         end = {"devcluster/never-finish": "false", "devcluster/finish-at": finish_at(0)}
@@ -379,20 +388,28 @@ async def s_restart(case: Case) -> None:
 
 async def s_namesake(case: Case) -> None:
     """A cleared task's new try meets its run still being deleted (a finalizer of the test's
-    holds it): its start waits until nothing of the run is left, then creates its own."""
-    first = case.operator(jobset(case), deferrable=False, delete_policy="always")
+    holds it): its start waits until nothing of the run is left, then creates its own.
+
+    ``b`` runs until told, so each run ends only when the test is ready for it: the first once
+    it is held (on a loaded machine, a first try that ended before the hold left nothing to
+    meet, and the start never waited), the second once it is the only one."""
+    body = jobset(case, second={"devcluster/never-finish": "true"})
+    b = f"{labels.REPLICATED_JOB_NAME}=b"
+    first = case.operator(body, deferrable=False, delete_policy="always")
     running = asyncio.ensure_future(asyncio.to_thread(first.execute, {"ti": TI(case.run_id)}))
     deadline = time.monotonic() + 60
     while not (names := await asyncio.to_thread(case.runs)):
         assert time.monotonic() < deadline, "the first try created no run"
         await asyncio.sleep(0.3)
     await asyncio.to_thread(case.hold, names[0], True)
+    await asyncio.to_thread(case.end_pods, b, unless=running.done)
     case.expect(await running == 7, "the first try's result")
-    again = case.operator(jobset(case), deferrable=False, delete_policy="always")
+    again = case.operator(body, deferrable=False, delete_policy="always")
     second = asyncio.ensure_future(asyncio.to_thread(again.execute, {"ti": TI(case.run_id, 2)}))
     await asyncio.sleep(2)
     case.expect(not second.done(), "the second try did not wait for the first run to go")
     await asyncio.to_thread(case.hold, names[0], False)
+    await asyncio.to_thread(case.end_pods, b, unless=second.done)
     case.expect(await second == 7, "the second try's result")
 
 
