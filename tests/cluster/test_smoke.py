@@ -115,7 +115,10 @@ def test_exclusive_topology_puts_each_job_in_its_own_zone(
         running = [p for p in pods if p.status.phase == "Running" and p.spec.node_name]
         return running if len(running) == 6 else None
 
-    pods = devcluster.wait_for(placed, timeout=120, desc="6 exclusive pods Running")
+    # The second Job's first pod needs a zone without any other JobSet's pod, while the first
+    # Job holds the other zone, so every other test's JobSet pods land in that one zone: on a
+    # busy suite it may empty only now and then (a cold run waited over 120 s).
+    pods = devcluster.wait_for(placed, timeout=360, desc="6 exclusive pods Running")
     labels = devcluster.node_labels()
     zones_by_job: dict[str, set[str]] = {}
     for p in pods:
