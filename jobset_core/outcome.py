@@ -90,6 +90,7 @@ class Progress(_Frozen):
         "preempted",
         "refused",
         "unchecked",
+        "waiting",
     ]
     phase: Phase
     restarts: int = 0

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RunObjectBackend"]
 
+#: Creates of a run object that met a namesake which was gone when read (a namesake being
+#: deleted goes at any moment): then the create is tried again.
+_VANISHED_RETRIES = 3
+
 
 class RunObjectBackend:
     """Create-or-adopt, attach, find, cancel and leftovers over one kind of run object.
@@ -94,22 +98,37 @@ class RunObjectBackend:
         expected_uid: str | None = None,
     ) -> Submission:
         """Create the run object of a prepared JobSet (named, labelled with ``marks``, valid),
-        or adopt the existing one when its identity labels (and UID, when given) match.
+        or adopt the existing one when its identity labels (and UID, when given) match. A
+        namesake that is gone by the time the create's 409 is followed up (it was being
+        deleted) is no answer: the create is tried again.
 
         Raises:
             SpecError: the JobSet uses what the backend cannot do (nothing created).
             IdentityMismatch: an object of that name exists but is not this run's.
+            Conflict: a namesake met every create and was gone each time it was read.
         """
         namespace = prepared.metadata.namespace or ""
         self._check_supported(prepared)
         body = self._body(prepared, namespace, marks)
-        try:
-            created = await self._client.create(self.resource, body, namespace=namespace)
-        except Conflict:
-            existing = await self._client.get(self.resource, prepared.name, namespace=namespace)
-            self._check(existing, namespace, prepared.name, marks, expected_uid)
-            return self._submission(existing, created=False, marks=marks)
-        return self._submission(created, created=True, marks=marks)
+        for _ in range(_VANISHED_RETRIES):
+            try:
+                created = await self._client.create(self.resource, body, namespace=namespace)
+            except Conflict:
+                try:
+                    existing = await self._client.get(
+                        self.resource, prepared.name, namespace=namespace
+                    )
+                except NotFound:
+                    continue  # the namesake went between the 409 and the read: create again
+                self._check(existing, namespace, prepared.name, marks, expected_uid)
+                return self._submission(existing, created=False, marks=marks)
+            return self._submission(created, created=True, marks=marks)
+        raise Conflict(
+            409,
+            "Conflict",
+            f"{self.resource.kind} {namespace}/{prepared.name} keeps being created and deleted "
+            f"by someone else ({_VANISHED_RETRIES} creates met it, then it was gone)",
+        )
 
     async def attach(
         self,

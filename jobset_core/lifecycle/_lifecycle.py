@@ -179,6 +179,20 @@ def _say_unchecked(checked: ServerCheck, report: Reporter) -> None:
         )
 
 
+def _say_namesake(handle: Handle, report: Reporter) -> None:
+    """Say that the start waits for an earlier run of the same name to go (a cleared or
+    retried task's, deleted and held by a finalizer or a slow garbage collector)."""
+    if report.progress is None:
+        return
+    message = (
+        f"{handle.namespace}/{handle.name} (uid {handle.uid}), an earlier run of this name, "
+        "is being deleted: waiting until nothing of it is left, then creating this run"
+    )
+    report.progress(
+        Progress(kind="waiting", phase=Phase.PENDING, reason="NamesakeDeleting", message=message)
+    )
+
+
 def _relabelled(jobset: JobSet, labels: dict[str, str]) -> JobSet:
     return jobset.model_copy(
         update={"metadata": jobset.metadata.model_copy(update={"labels": labels})}
@@ -271,6 +285,7 @@ class Lifecycle:
         submission = await backend.submit(prepared, marks=marks, expected_uid=request.adopt_uid)
         meta = submission.obj.get("metadata") or {}
         if not submission.created and meta.get("deletionTimestamp"):
+            _say_namesake(submission.handle, report)
             await self.runs.wait_gone(submission.handle, GONE_TIMEOUT)
             submission = await backend.submit(prepared, marks=marks)
         if submission.created and backend.kind == "native":

@@ -387,8 +387,8 @@ async def s_restart(case: Case) -> None:
 
 
 async def s_namesake(case: Case) -> None:
-    """A cleared task's new try meets its run still being deleted (a finalizer of the test's
-    holds it): its start waits until nothing of the run is left, then creates its own.
+    """A cleared task's new try meets its run still there, being deleted (a finalizer of the
+    test's holds it): its start waits until nothing of the run is left, then creates its own.
 
     ``b`` runs until told, so each run ends only when the test is ready for it: the first once
     it is held (on a loaded machine, a first try that ended before the hold left nothing to
@@ -405,12 +405,39 @@ async def s_namesake(case: Case) -> None:
     await asyncio.to_thread(case.end_pods, b, unless=running.done)
     case.expect(await running == 7, "the first try's result")
     again = case.operator(body, deferrable=False, delete_policy="always")
+    run = f"{case.namespace}/{names[0]}"
+    # The second try's start deletes the first run (its try finished) and waits for it to go,
+    # or meets it being deleted and waits: either way it says so first.
+    met = _heard(again, f"JobSet {run}: deleting it to run afresh", f"{run} (uid ")
     second = asyncio.ensure_future(asyncio.to_thread(again.execute, {"ti": TI(case.run_id, 2)}))
-    await asyncio.sleep(2)
+    # Released once the second try said it waits for the first run (not after a fixed time:
+    # a loaded machine's start can take longer, and then met nothing).
+    said = await asyncio.to_thread(met.wait, 60)
+    case.expect(said, "the second try did not say it waits for the first run to go")
     case.expect(not second.done(), "the second try did not wait for the first run to go")
     await asyncio.to_thread(case.hold, names[0], False)
     await asyncio.to_thread(case.end_pods, b, unless=second.done)
     case.expect(await second == 7, "the second try's result")
+
+
+def _heard(op: Any, *texts: str) -> threading.Event:
+    """Listen to what ``op`` logs: the event is set once an ``info`` line of it holds one of
+    ``texts``. (Airflow's task loggers are not the standard library's, so a handler there
+    hears nothing of them; the operator keeps its logger, whose ``info`` is wrapped here, as
+    the deferred scenario wraps its trigger's.)"""
+    met = threading.Event()
+    log = op.log
+    info = log.info
+
+    def heard(message: str, *args: Any, **kwargs: Any) -> Any:
+        line = message % args if args else message
+        if any(text in line for text in texts):
+            met.set()
+        return info(message, *args, **kwargs)
+
+    log.info = heard
+    assert op.log is log, "the operator does not keep its logger"
+    return met
 
 
 async def s_quota(case: Case, deferred: bool = False) -> None:

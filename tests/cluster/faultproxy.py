@@ -10,6 +10,9 @@ real API server through it; on command it:
   then the stream ends (``mode="gone"``); or the connections just drop (``mode="drop"``);
 * **refuses to list or watch** some resources from now on (:meth:`FaultProxy.refuse_reads`):
   a ``404 NotFound`` Status, as a server that stopped serving them (a CRD deleted) answers;
+* **holds the next request** of a verb on one object (:meth:`FaultProxy.hold_next`) before it
+  reaches the API server, until the test releases it: the cluster changes in between, and
+  the request gets the API server's answer to what is there then;
 * keeps answering while the API server restarts the way a dead server does: the client's
   connection is closed without an answer.
 
@@ -37,7 +40,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-__all__ = ["FaultProxy", "ProxyStats"]
+__all__ = ["FaultProxy", "Held", "ProxyStats"]
 
 _HOP_BY_HOP = {
     "connection",
@@ -74,6 +77,23 @@ class ProxyStats:
 
 
 @dataclass(eq=False)
+class Held:
+    """A request the proxy holds before passing it on (:meth:`FaultProxy.hold_next`).
+
+    Attributes:
+        reached: Set when the request arrived (and is being held).
+        released: Set by :meth:`release`: the request goes on to the API server.
+    """
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Pass the request on (at once, if it has not arrived yet)."""
+        self.released.set()
+
+
+@dataclass(eq=False)
 class _Stream:
     response: web.StreamResponse
     request: web.Request
@@ -103,6 +123,7 @@ class FaultProxy:
         self._retry_after = 1
         self._lose: dict[str, int] = {}  # verb -> answers still to lose
         self._refused: frozenset[str] = frozenset()  # resources whose lists/watches get 404
+        self._held: dict[tuple[str, str, str], Held] = {}  # (verb, resource, name) -> hold
         self._streams: set[_Stream] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -153,6 +174,13 @@ class FaultProxy:
         ``configmaps``...) with 404 NotFound; gets, creates, patches and deletes still pass.
         No arguments: refuse nothing again."""
         self._refused = frozenset(resources)
+
+    def hold_next(self, verb: str, resource: str, name: str) -> Held:
+        """Hold the next request of ``verb`` (``get``, ``delete``...) on the object ``name`` of
+        ``resource`` (``jobsets``, ``configmaps``...) before it reaches the API server, until
+        :meth:`Held.release` (at most 120 s). Release it in a ``finally``."""
+        held = self._held[(verb, resource, name)] = Held()
+        return held
 
     def cut_watches(self, mode: str = "gone", *, logs: bool = True) -> int:
         """End every open watch (``gone``: a 410 ERROR event first; ``drop``: the connection
@@ -272,6 +300,12 @@ class FaultProxy:
             self.stats.refused += 1
             return _not_found(_resource(request.path))
         body = await request.read()
+        held = self._held.pop(
+            (verb, _resource(request.path), request.path.rsplit("/", 1)[-1]), None
+        )
+        if held is not None:
+            held.reached.set()
+            await asyncio.get_running_loop().run_in_executor(None, held.released.wait, 120)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         assert self._session is not None
         try:

@@ -264,15 +264,21 @@ def test_leader_workers_meet_at_the_leader_dns_name(
     cluster_namespace: str,
     tmp_path: Path,
 ) -> None:
-    # The leader takes one connection per worker and reports who said hello; the workers
-    # dial $COORDINATOR_ADDRESS (the leader pod's name under the JobSet's headless Service).
+    # The leader serves every connection, records each hello and answers "ok"; it reports
+    # who said hello once both workers did. The workers dial $COORDINATOR_ADDRESS (the
+    # leader pod's name under the JobSet's headless Service) until their hello is answered.
+    # (A leader that took one connection at a time lost a hello in a cold CI run: a second
+    # worker's connection, queued behind the first, was reset with its hello already sent.)
     leader = (
-        "for i in 1 2; do nc -l -p 7000 >> /tmp/hellos; done; "
-        "sort /tmp/hellos | tr '\\n' ' ' > /dev/termination-log"
+        "nc -ll -p 7000 -e sh -c "
+        """'read -r line; [ -n "$line" ] && echo "$line" >> /tmp/hellos && echo ok' & """
+        "server=$!; "
+        'until [ "$(sort -u /tmp/hellos 2>/dev/null | wc -l)" -ge 2 ]; do sleep 0.2; done; '
+        "sort -u /tmp/hellos | tr '\\n' ' ' > /dev/termination-log; kill $server"
     )
     worker = (
-        'until echo "hello from worker $WORKER_INDEX" | nc -w 5 "$COORDINATOR_ADDRESS" 7000; '
-        "do sleep 0.5; done; nslookup $COORDINATOR_ADDRESS | tail -2"
+        'until echo "hello from worker $WORKER_INDEX" | nc -w 5 "$COORDINATOR_ADDRESS" 7000 '
+        "| grep -q ok; do sleep 0.5; done; nslookup $COORDINATOR_ADDRESS | tail -2"
     )
     js = leader_workers(
         "meet",

@@ -4,12 +4,18 @@ what it is: the run's own object, adopted once its identity labels match.
 
 Before, a lost answer to a create surfaced at once as ``Unreachable``: the soak's API-server
 restart made a task's retries fail one after another within seconds (each try's create lost),
-until Airflow had no tries left, with the JobSet or anchor left behind. Both backends, both
-faces, on the real local control plane behind the fault proxy (``tests/cluster/faultproxy.py``).
+until Airflow had no tries left, with the JobSet or anchor left behind.
+
+The other race of a create's 409: the namesake it met (an earlier try's run, being deleted) is
+gone when it is read; the create is tried again. Before, the read's 404 ended the try (a cold
+CI run's RBAC proof met it). Both backends, both faces, on the real local control plane behind
+the fault proxy (``tests/cluster/faultproxy.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ import pytest
 from jobset_core.models import JobSet
 from jobset_core.outcome import Phase
 from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.holds import hold
 from tests.core._runs import FLAVOURS, open_face
 
 pytestmark = pytest.mark.cluster
@@ -84,3 +91,49 @@ async def test_a_create_whose_answer_is_lost_is_repeated_and_adopted(
     assert outcome.phase is Phase.COMPLETED, outcome
     jobs = devcluster.batch.list_namespaced_job(cluster_namespace).items
     assert sorted(j.metadata.name for j in jobs) == ["lost-workers-0", "lost-workers-1"]
+
+
+RESOURCE = {"controller": "jobsets", "native": "configmaps"}
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("backend", ["controller", "native"])
+async def test_a_namesake_gone_between_the_creates_409_and_its_read_means_create_again(
+    *,
+    backend: str,
+    flavour: str,
+    devcluster: Any,
+    proxy: FaultProxy,
+    cluster_namespace: str,
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    proxy.admin_kubeconfig(kubeconfig, user="vanishing", namespace=cluster_namespace)
+    async with open_face(flavour, kubeconfig, backend) as face:  # type: ignore[arg-type]
+        first = await face.submit(
+            manifest("vanish"), namespace=cluster_namespace, identity=IDENTITY
+        )
+        hold(devcluster, backend, cluster_namespace, "vanish", True)
+        await face.delete(first.handle, wait=False)
+        # The start's create meets the run being deleted (409); its read of that namesake is
+        # held at the proxy while the namesake goes, then reaches the API server: 404.
+        read = proxy.hold_next("get", RESOURCE[backend], "vanish")
+        start = asyncio.ensure_future(
+            face.submit(manifest("vanish"), namespace=cluster_namespace, identity=IDENTITY)
+        )
+        try:
+            assert await asyncio.to_thread(read.reached.wait, 60), "the create met no namesake"
+            hold(devcluster, backend, cluster_namespace, "vanish", False)
+            ends = time.monotonic() + 60
+            while run_objects(devcluster, cluster_namespace, backend):
+                assert time.monotonic() < ends, "the held namesake did not go"
+                await asyncio.sleep(0.2)
+            read.release()
+            second = await asyncio.wait_for(start, 90)
+        finally:
+            read.release()
+            start.cancel()
+        assert second.created and second.handle.uid != first.handle.uid
+        assert run_objects(devcluster, cluster_namespace, backend) == ["vanish"]
+        outcome = await face.wait(second.handle, timeout=90)
+    assert outcome.phase is Phase.COMPLETED, outcome
