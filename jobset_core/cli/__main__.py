@@ -2,6 +2,6 @@
 
 import sys
 
-from jobset_core.cli import main
+from jobset_core.cli import script
 
-sys.exit(main())
+sys.exit(script())

@@ -48,3 +48,59 @@ def test_validate_after_a_first_run_imports_no_client_and_no_cluster_layer(
     assert tops.isdisjoint(CLIENTS), sorted(tops & set(CLIENTS))
     loaded = [m for m in again["modules"] if m.startswith(LAYERS)]
     assert loaded == []
+
+
+SCRIPT_PROBE = """
+import json, os, sys
+os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+from jobset_core import cli
+sys.argv = ["jobsetctl", "validate", sys.argv[1]]
+code = cli.{call}
+import pydantic, pydantic.plugin._loader as loader
+print(json.dumps({{
+    "code": code,
+    "scanned": loader._plugins is not None,
+    "env": os.environ.get("PYDANTIC_DISABLE_PLUGINS"),
+    "pydantic": pydantic.VERSION,
+}}))
+"""
+
+
+def test_the_console_script_does_not_scan_for_pydantic_plugins_and_main_changes_no_env(
+    tmp_path: Path,
+) -> None:
+    # jobsetctl (the console script) is a process of its own: the scan of every installed
+    # distribution's entry points for pydantic plugins is skipped; main(), called by a
+    # program, leaves that program's environment and pydantic alone.
+    runs = {}
+    for call in ("script()", "main(sys.argv[1:])"):
+        done = fresh_python(SCRIPT_PROBE.format(call=call), EXAMPLE, cache_home=tmp_path)
+        runs[call] = json.loads(done.stdout.strip().splitlines()[-1])
+    # pydantic reads the variable from 2.7 on (the KFP side's environment has 2.6: it scans).
+    major, minor = (int(part) for part in runs["script()"].pop("pydantic").split(".")[:2])
+    honoured = (major, minor) >= (2, 7)
+    assert runs["script()"] == {"code": 0, "scanned": not honoured, "env": "__all__"}
+    runs["main(sys.argv[1:])"].pop("pydantic")
+    assert runs["main(sys.argv[1:])"] == {"code": 0, "scanned": True, "env": None}
+
+
+def test_importing_the_package_or_its_cli_imports_no_model() -> None:
+    # Every public name of jobset_core is imported on first use: the CLI's start decides
+    # what it needs (validate: the models; --help: nothing).
+    probe = (
+        "import json, sys, jobset_core, jobset_core.cli; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('pydantic', 'yaml')))))"
+    )
+    done = fresh_python(probe)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    again = fresh_python(
+        "import jobset_core; from jobset_core import JobSet, validate, Handle; "
+        "print(JobSet.__module__, validate.__module__, Handle.__module__, "
+        "sorted(set(dir(jobset_core)) ^ set(jobset_core.__all__)))"
+    )
+    assert again.stdout.split() == [
+        "jobset_core.models.jobset",
+        "jobset_core.validation",
+        "jobset_core.backends._base",
+        "[]",
+    ]

@@ -100,3 +100,11 @@ spec:
     base = "spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
     assert (f"{base}.name", "required") in problems
     assert (f"{base}.env[0].value", "type") in problems
+
+
+def test_the_client_version_is_what_the_installed_distribution_says() -> None:
+    # Read from the dist-info folder's name (no importlib.metadata at a CLI start): the
+    # same as the metadata's answer, in both environments (clients 30 and 37).
+    from importlib.metadata import version
+
+    assert client_version() == version("kubernetes")

@@ -71,7 +71,7 @@ def test_build_makes_a_wheel_and_an_sdist_of_the_one_version(dist: Path) -> None
     assert not [f for f in files if f.startswith(("tests/", "examples/", "docs/", "scripts/"))]
     assert f"Version: {VERSION}\n" in metadata
     assert _requires_dist(metadata) == _declared_requirements()
-    assert "jobsetctl = jobset_core.cli:main" in entry_points
+    assert "jobsetctl = jobset_core.cli:script" in entry_points
     assert "provider_info = airflow_provider_jobset:get_provider_info" in entry_points
     assert "jobset_view = airflow_provider_jobset.plugin:JobSetViewPlugin" in entry_points
     with tarfile.open(dist / f"airflow_provider_jobset-{VERSION}.tar.gz") as sdist:
