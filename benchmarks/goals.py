@@ -206,14 +206,16 @@ GOALS: list[Goal] = [
         _family("local: jobsetctl validate"),
         0.2,
         why_missed=(
-            "besides the interpreter's start (the floor), a start imports pydantic (about "
-            "70 ms of CPU), PyYAML (about 15 ms, a third of it one expression of its reader), "
-            "pydantic's plugin lookup (`importlib.metadata`, about 25 ms, and the installed "
-            "distributions' entry points, about 10 ms) and builds the models' 25 classes "
-            "(about 45 ms), then reads and validates the file (about 15 ms): `python -X "
-            "importtime` and cProfile on this machine, quiet. Deferring the models' build "
-            "(pydantic's `defer_build`) made it slower (0.29-0.31 s): validation builds them "
-            "all. Nothing else is imported: no client, no asyncio, no cluster layer "
+            "where it is missed (three quiet runs of one tree gave 0.184-0.207 s, the bound's "
+            "noise): besides the interpreter's start (the floor), a start imports pydantic "
+            "(about 70 ms of CPU; its plugin module imports `importlib.metadata` even with "
+            "plugins off), PyYAML (about 15 ms, a third of it one expression of its reader) and "
+            "builds the models' classes (about 45 ms), then reads and validates the file. "
+            "Removed: the console script's scan of every installed distribution for pydantic "
+            "plugins, `--version` and the client's version read through `importlib.metadata`, "
+            "the models imported by `import jobset_core` (0.273 s before). Deferring the models' "
+            "build (pydantic's `defer_build`) made it slower (0.29-0.31 s): validation builds "
+            "them all. Nothing else is imported: no client, no asyncio, no cluster layer "
             "(tests/core/test_cli_start_imports.py)"
         ),
     ),
