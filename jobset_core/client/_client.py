@@ -514,6 +514,9 @@ class Client:
             _preload_content=False,
             _request_timeout=(_CONNECT_TIMEOUT, read_timeout),
         )
+        # The generated client keeps its last answer until the next request: a list page's
+        # body (megabytes at a thousand runs) held for the whole wait of a triggerer.
+        api.last_response = None
         if _core.is_success(response.status):
             return response
         try:

@@ -186,6 +186,23 @@ async def test_jobset_create_get_list_patch_delete(api: Api, cluster_namespace: 
     await eventually(lambda: gone(lambda: api.get_jobset("life", namespace=ns)), desc="deletion")
 
 
+async def test_no_answer_is_kept_once_read(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    # kubernetes_asyncio's ApiClient keeps its last answer (``last_response``), body and all,
+    # until its next request: a triggerer's informers held their last list page (2.7 MB at
+    # 400 runs in a namespace) for the whole wait. Ours forgets it as soon as it has it.
+    async with Client(settings) as client:
+        for i in range(3):
+            body = {"metadata": {"name": f"kept-{i}"}, "data": {"x": "y" * 100_000}}
+            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+        listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
+        assert len([c for c in listed.items if c["metadata"]["name"].startswith("kept-")]) == 3
+        pools = client._pools
+        assert pools is not None
+        assert [getattr(api, "last_response", None) for api in pools] == [None, None]
+
+
 async def test_server_side_dry_run_applies_the_webhook_and_stores_nothing(
     api: Api, cluster_namespace: str
 ) -> None:
