@@ -46,6 +46,14 @@ def proxy(devcluster: Any) -> Iterator[FaultProxy]:
         yield running
 
 
+@pytest.fixture
+def proxied(proxy: FaultProxy, cluster_namespace: str, tmp_path: Path) -> Path:
+    """A kubeconfig through the proxy (it ends TLS: a token, no client certificate)."""
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    proxy.admin_kubeconfig(kubeconfig, user="proxied", namespace=cluster_namespace)
+    return kubeconfig
+
+
 def run_objects(devcluster: Any, namespace: str, backend: str) -> list[str]:
     if backend == "controller":
         items = devcluster.custom.list_namespaced_custom_object(
@@ -74,12 +82,10 @@ async def test_a_create_whose_answer_is_lost_is_repeated_and_adopted(
     devcluster: Any,
     proxy: FaultProxy,
     cluster_namespace: str,
-    tmp_path: Path,
+    proxied: Path,
 ) -> None:
-    kubeconfig = tmp_path / "proxied.kubeconfig"  # the proxy ends TLS: a token, no client cert
-    proxy.admin_kubeconfig(kubeconfig, user="lost-answers", namespace=cluster_namespace)
     proxy.lose_answers("create", lost)
-    async with open_face(flavour, kubeconfig, backend) as face:  # type: ignore[arg-type]
+    async with open_face(flavour, proxied, backend) as face:  # type: ignore[arg-type]
         submitted = await face.submit(
             manifest("lost"), namespace=cluster_namespace, identity=IDENTITY
         )
@@ -105,11 +111,9 @@ async def test_a_namesake_gone_between_the_creates_409_and_its_read_means_create
     devcluster: Any,
     proxy: FaultProxy,
     cluster_namespace: str,
-    tmp_path: Path,
+    proxied: Path,
 ) -> None:
-    kubeconfig = tmp_path / "proxied.kubeconfig"
-    proxy.admin_kubeconfig(kubeconfig, user="vanishing", namespace=cluster_namespace)
-    async with open_face(flavour, kubeconfig, backend) as face:  # type: ignore[arg-type]
+    async with open_face(flavour, proxied, backend) as face:  # type: ignore[arg-type]
         first = await face.submit(
             manifest("vanish"), namespace=cluster_namespace, identity=IDENTITY
         )
