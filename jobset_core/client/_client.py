@@ -7,10 +7,13 @@ official client's), maps failures to :mod:`jobset_core.errors`, and retries as
 ``Authorization`` header of :class:`~jobset_core.client._credentials.Credentials`, refreshed
 before it expires; a 401 refreshes it and sends the request once more, never in a loop.
 
-Two connection pools: short requests share one bounded pool; watches and followed logs, which
-hold a connection for minutes, get a pool of their own without a limit, so a thousand open
-watches never starve a GET. What the client sends is counted in :attr:`Client.stats`
-(requests by verb, retries, TCP connections opened, watches open), for logs and benchmarks.
+Every request and watch goes over HTTP/2 when the API server speaks it (:mod:`._h2`): a few
+TLS connections for a triggerer's hundreds of watches, as client-go. Otherwise (an HTTP
+proxy, a server that offers only HTTP/1.1) two aiohttp pools: short requests share one
+bounded pool; watches and followed logs, which hold a connection for minutes, get a pool of
+their own without a limit, so a thousand open watches never starve a GET. What the client
+sends is counted in :attr:`Client.stats` (requests by verb, retries, TCP connections opened,
+watches open, the protocol), for logs and benchmarks.
 
 There is no synchronous twin: synchronous callers run the core's coroutines through
 :func:`jobset_core.blocking.run`.
@@ -25,6 +28,8 @@ import itertools
 import logging
 import random
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -34,7 +39,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobset_core.client import _core
+from jobset_core.client import _core, _h2
 from jobset_core.client._auth import Credential
 from jobset_core.client._core import (
     DEFAULT_RETRY,
@@ -68,6 +73,9 @@ Body = Mapping[str, Any] | Any
 log = logging.getLogger(__name__)
 
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+#: An HTTP/2 connection silent this long is pinged; unanswered this long after, it is lost.
+_PING_AFTER = 30.0
+_PING_TIMEOUT = 15.0
 #: For this long after the API server could not be reached, a 403 may be its restart's.
 _RESTART_GRACE = 60.0
 _CONNECT_TIMEOUT = 10.0
@@ -93,6 +101,7 @@ class ClientStats:
         unauthorized: 401 answers (each followed by at most one more attempt).
         credential_refreshes: Credentials obtained after the first (plugin runs, token
             files read again).
+        protocol: ``"h2"`` or ``"http/1.1"`` once the first request chose (``""`` before).
     """
 
     requests: dict[str, int] = field(default_factory=dict)
@@ -101,6 +110,7 @@ class ClientStats:
     watches_open: int = 0
     unauthorized: int = 0
     credential_refreshes: int = 0
+    protocol: str = ""
 
     @property
     def total(self) -> int:
@@ -117,6 +127,7 @@ class ClientStats:
             "watches_open": self.watches_open,
             "unauthorized": self.unauthorized,
             "credential_refreshes": self.credential_refreshes,
+            "protocol": self.protocol,
         }
 
 
@@ -129,6 +140,9 @@ class Client:
         request_timeout: Read timeout of a non-streaming request, in seconds.
         sleep: Waits between attempts (injectable for tests).
         rand: Source of jitter in ``[0, 1)``.
+        ping_after: Seconds of silence after which an HTTP/2 connection is pinged.
+        ping_timeout: Seconds a pinged connection has to answer before it counts as lost
+            (every stream on it fails and is retried or reopened on a fresh one).
 
     Use it as ``async with Client(settings) as client:`` (or call :meth:`aclose`).
     """
@@ -141,6 +155,8 @@ class Client:
         request_timeout: float = 60.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
+        ping_after: float = _PING_AFTER,
+        ping_timeout: float = _PING_TIMEOUT,
     ) -> None:
         self.settings = settings or ClientSettings()
         self.stats = ClientStats()
@@ -150,6 +166,8 @@ class Client:
         self._rand = rand
         self._loading: asyncio.Lock | None = None
         self._pools: tuple[Any, Any] | None = None
+        self._h2: _h2.H2Pool | None = None
+        self._ping = (ping_after, ping_timeout)
         self._credentials: Credentials | None = None
         #: The calls (verb, resource, namespace) the API server allowed this client.
         self._allowed: set[tuple[str, str, str]] = set()
@@ -157,8 +175,11 @@ class Client:
         self._unreachable_at: float | None = None
 
     async def aclose(self) -> None:
-        """Close both connection pools."""
+        """Close the connections."""
         pools, self._pools = self._pools, None
+        h2_pool, self._h2 = self._h2, None
+        if h2_pool is not None:
+            await h2_pool.aclose()
         for api in pools or ():
             await api.close()
 
@@ -451,6 +472,7 @@ class Client:
                         self._api_client(connection.configuration, _REQUEST_POOL),
                         self._api_client(connection.configuration, 0),  # 0: no limit
                     )
+                    self._h2 = self._h2_pool(connection.configuration)
         return self._pools[1 if streaming else 0]
 
     def _api_client(self, configuration: Any, limit: int) -> Any:
@@ -472,6 +494,59 @@ class Client:
 
     async def _connection_opened(self, *_: Any) -> None:
         self.stats.connections += 1
+
+    def _h2_pool(self, configuration: Any) -> _h2.H2Pool | None:
+        """HTTP/2 connections to the server, unless it is reached through a proxy."""
+        host = str(configuration.host)
+        hostname = urllib.parse.urlsplit(host).hostname or ""
+        blocked = _h2.http2_blocked(
+            host,
+            configuration.proxy,
+            urllib.request.getproxies(),
+            bool(urllib.request.proxy_bypass(hostname)),
+        )
+        if blocked is not None:
+            log.debug("HTTP/1.1 to %s: %s", host, blocked)
+            self.stats.protocol = "http/1.1"
+            return None
+        return _h2.H2Pool(
+            host,
+            _h2.tls_context(configuration),
+            server_hostname=getattr(configuration, "tls_server_name", None),
+            connect_timeout=_CONNECT_TIMEOUT,
+            ping_after=self._ping[0],
+            ping_timeout=self._ping[1],
+            on_connect=self._h2_opened,
+        )
+
+    def _h2_opened(self) -> None:
+        self.stats.connections += 1
+        self.stats.protocol = "h2"
+
+    async def _over_h2(
+        self, request: Request, headers: dict[str, str], read_timeout: float | None
+    ) -> Any:
+        """The answer over HTTP/2, or ``None`` when the server turned out not to speak it
+        (then this client speaks HTTP/1.1 from now on)."""
+        pool = self._h2
+        if pool is None:
+            return None
+        response = await pool.request(
+            request.method,
+            request.path,
+            query=request.query,
+            headers={**headers, "Accept-Encoding": "gzip"},
+            body=request.body,
+            read_timeout=read_timeout,
+        )
+        if response is None and self._h2 is pool:
+            log.info(
+                "the API server does not speak HTTP/2 (%s): HTTP/1.1 from now on", pool.refused
+            )
+            self._h2 = None
+            self.stats.protocol = "http/1.1"
+            await pool.aclose()
+        return response
 
     async def _read(
         self,
@@ -503,6 +578,21 @@ class Client:
         headers = {"Content-Type": request.content_type, "Accept": accept}
         if credential.header is not None:
             headers["Authorization"] = credential.header
+        response = await self._over_h2(request, headers, read_timeout)
+        if response is None:
+            response = await self._over_http1(api, request, headers, read_timeout)
+        if _core.is_success(response.status):
+            return response
+        try:
+            body: bytes = await response.read()
+        finally:
+            response.release()
+        now = _dt.datetime.now(_dt.UTC)
+        raise _core.error_from_response(response.status, response.headers, body, now=now)
+
+    async def _over_http1(
+        self, api: Any, request: Request, headers: dict[str, str], read_timeout: float | None
+    ) -> Any:
         response = await api.call_api(
             request.path,
             request.method,
@@ -517,14 +607,7 @@ class Client:
         # The generated client keeps its last answer until the next request: a list page's
         # body (megabytes at a thousand runs) held for the whole wait of a triggerer.
         api.last_response = None
-        if _core.is_success(response.status):
-            return response
-        try:
-            body: bytes = await response.read()
-        finally:
-            response.release()
-        now = _dt.datetime.now(_dt.UTC)
-        raise _core.error_from_response(response.status, response.headers, body, now=now)
+        return response
 
 
 def _explained(refused: Unauthorized, source: str, refreshed: bool) -> Unauthorized:

@@ -14,6 +14,7 @@ import base64
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from jobset_core.client._core import decode_jobset
 from jobset_core.errors import ApiError, Conflict, Forbidden, Gone, Invalid, NotFound, ServerError
 from jobset_core.models import JobSet
 from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, SERVICE
+from tests.cluster.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.cluster
 
@@ -187,20 +189,25 @@ async def test_jobset_create_get_list_patch_delete(api: Api, cluster_namespace: 
 
 
 async def test_no_answer_is_kept_once_read(
-    settings: ClientSettings, cluster_namespace: str
+    devcluster: Any, cluster_namespace: str, tmp_path: Path
 ) -> None:
     # kubernetes_asyncio's ApiClient keeps its last answer (``last_response``), body and all,
     # until its next request: a triggerer's informers held their last list page (2.7 MB at
-    # 400 runs in a namespace) for the whole wait. Ours forgets it as soon as it has it.
-    async with Client(settings) as client:
-        for i in range(3):
-            body = {"metadata": {"name": f"kept-{i}"}, "data": {"x": "y" * 100_000}}
-            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
-        listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
-        assert len([c for c in listed.items if c["metadata"]["name"].startswith("kept-")]) == 3
-        pools = client._pools
-        assert pools is not None
-        assert [getattr(api, "last_response", None) for api in pools] == [None, None]
+    # 400 runs in a namespace) for the whole wait. Ours forgets it as soon as it has it. That
+    # client carries HTTP/1.1 only: the fault proxy, which offers no HTTP/2, makes it.
+    with FaultProxy(devcluster.state_dir) as proxy:
+        kubeconfig = proxy.admin_kubeconfig(tmp_path / "http1", user="http1")
+        async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+            for i in range(3):
+                body = {"metadata": {"name": f"kept-{i}"}, "data": {"x": "y" * 100_000}}
+                await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+            listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
+            kept = [c for c in listed.items if c["metadata"]["name"].startswith("kept-")]
+            assert len(kept) == 3
+            assert client.stats.protocol == "http/1.1"
+            pools = client._pools
+            assert pools is not None
+            assert [getattr(api, "last_response", None) for api in pools] == [None, None]
 
 
 async def test_server_side_dry_run_applies_the_webhook_and_stores_nothing(

@@ -44,7 +44,7 @@ from tests.release._build import (
 pytestmark = [pytest.mark.release]
 
 #: The core's runtime dependencies: every one has a tested floor and ceiling.
-RUNTIME = ("kubernetes", "kubernetes-asyncio", "pydantic", "pyyaml")
+RUNTIME = ("h2", "kubernetes", "kubernetes-asyncio", "pydantic", "pyyaml")
 
 
 def _name(requirement: str) -> str:

@@ -1,0 +1,248 @@
+"""HTTP/2: a client's watches and requests share a few connections to the API server.
+
+The pure decisions (whether a server may be spoken to in HTTP/2, which connection takes the
+next stream) are tables. The rest runs against the devcluster's kube-apiserver, whose own
+HTTP/2 (its MAX_CONCURRENT_STREAMS, its flow control, its resets) is what the client meets:
+directly, or through a TCP pass-through that cuts or freezes the connections
+(:mod:`tests.cluster.tcppass`; TLS and HTTP/2 still end at the API server), or through the
+fault proxy, which speaks only HTTP/1.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobset_core.client import Client, ClientSettings, EventType
+from jobset_core.client._h2 import first_with_room, http2_blocked
+from jobset_core.errors import Unreachable
+from jobset_core.resources import CONFIG_MAP
+from tests.cluster.faultproxy import FaultProxy
+from tests.cluster.tcppass import TcpPass
+
+# ------------------------------------------------------------------ pure
+
+
+@pytest.mark.parametrize(
+    ("url", "proxy", "env", "bypassed", "blocked"),
+    [
+        ("https://10.0.0.1:6443", None, {}, False, None),
+        ("https://api.example:443/prefix", None, {"http": "http://p:3128"}, False, None),
+        ("https://api.example", None, {"https": "http://p:3128"}, True, None),
+        ("https://api.example", None, {"https": "http://p:3128"}, False, "environment"),
+        ("https://api.example", "http://p:3128", {}, False, "proxy-url"),
+        ("http://127.0.0.1:8080", None, {}, False, "not TLS"),
+    ],
+)
+def test_when_http2_is_not_tried(
+    url: str, proxy: str | None, env: dict[str, str], bypassed: bool, blocked: str | None
+) -> None:
+    why = http2_blocked(url, proxy, env, bypassed)
+    assert (why is None) if blocked is None else (why is not None and blocked in why), why
+
+
+@pytest.mark.parametrize(
+    ("rooms", "chosen"),
+    [([], None), ([0], None), ([5], 0), ([0, 0, 1], 2), ([2, 100], 0), ([0, 3, 0, 9], 1)],
+)
+def test_the_next_stream_fills_the_oldest_connection_with_room(
+    rooms: list[int], chosen: int | None
+) -> None:
+    assert first_with_room(rooms) == chosen
+
+
+# ------------------------------------------------------------------ on the cluster
+
+
+@pytest.fixture
+def settings(devcluster: Any) -> ClientSettings:
+    return ClientSettings(kubeconfig_path=devcluster.kubeconfig)
+
+
+def _sockets_to(port: int) -> int:
+    """This process's established TCP connections to ``port`` (from /proc)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        target = os.readlink(f"/proc/self/fd/{fd}") if os.path.islink(f"/proc/self/fd/{fd}") else ""
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if fields[3] == "01" and remote_port == port and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def _server_port(settings: ClientSettings) -> int:
+    import yaml
+
+    config = yaml.safe_load(Path(str(settings.kubeconfig_path)).read_text())
+    return int(config["clusters"][0]["cluster"]["server"].rsplit(":", 1)[1])
+
+
+async def _watching(
+    client: Client, namespace: str, count: int, seen: dict[int, list[Any]]
+) -> list[asyncio.Task[None]]:
+    """``count`` watches of the namespace's ConfigMaps, each noting what it sees; returns once
+    every one is open."""
+    start = await client.list(CONFIG_MAP, namespace=namespace)
+
+    async def watch(i: int) -> None:
+        stream = client.watch(
+            CONFIG_MAP,
+            namespace=namespace,
+            resource_version=start.resource_version,
+            timeout_seconds=120,
+        )
+        async for event in stream:
+            if event.type is not EventType.BOOKMARK:
+                seen.setdefault(i, []).append(event)
+
+    opened = client.stats.watches_open
+    tasks = [asyncio.create_task(watch(i)) for i in range(count)]
+    while client.stats.watches_open < opened + count:
+        assert not any(t.done() for t in tasks), next(t for t in tasks if t.done()).exception()
+        await asyncio.sleep(0.05)
+    return tasks
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.mark.cluster
+async def test_hundreds_of_watches_share_a_few_connections(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """250 watches and the requests around them: ceil(250 / the server's stream limit)
+    connections (a kube-apiserver allows 100 streams on one), every watch sees the change.
+    The sockets are counted in /proc, beside the test's own official client's."""
+    before = _sockets_to(_server_port(settings))
+    async with Client(settings) as client:
+        seen: dict[int, list[Any]] = {}
+        tasks = await _watching(client, cluster_namespace, 250, seen)
+        try:
+            cm = {"metadata": {"name": "for-every-watch"}, "data": {"k": "v"}}
+            await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
+            async with asyncio.timeout(60):
+                while len(seen) < 250:
+                    await asyncio.sleep(0.05)
+            assert client.stats.protocol == "h2"
+            limit = client._h2._connections[0]._h2.remote_settings.max_concurrent_streams
+            needed = math.ceil((250 + 1) / limit)  # the watches, and room for a request
+            assert client.stats.connections <= needed, (client.stats.connections, limit)
+            assert _sockets_to(_server_port(settings)) - before == client.stats.connections
+            assert all(events[0].type is EventType.ADDED for events in seen.values())
+        finally:
+            await _stop(tasks)
+
+
+@pytest.mark.cluster
+async def test_closed_watches_give_their_streams_back(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """A watch its reader stops is reset on the connection (RST_STREAM): three rounds of 90
+    watches, each round closed before the next, fit one connection."""
+    async with Client(settings) as client:
+        for _ in range(3):
+            await _stop(await _watching(client, cluster_namespace, 90, {}))
+        assert client.stats.watches_open == 0
+        assert client.stats.connections == 1
+
+
+@pytest.mark.cluster
+async def test_bodies_larger_than_the_servers_window(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """A 900 KB ConfigMap goes up (the server's stream window is 256 KiB: the body waits for
+    its window updates) and comes back whole, in a list of 3 of them (2.7 MB)."""
+    async with Client(settings) as client:
+        for i in range(3):
+            data = {"blob": f"{i}" * 900_000}
+            body = {"metadata": {"name": f"big-{i}"}, "data": data}
+            created = await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+            assert created["data"] == data
+        listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
+        blobs = sorted(item["data"]["blob"] for item in listed.items if "blob" in item["data"])
+        assert blobs == [f"{i}" * 900_000 for i in range(3)]
+        assert client.stats.protocol == "h2" and client.stats.connections == 1
+
+
+@pytest.mark.cluster
+async def test_a_cut_connection_fails_every_stream_and_the_next_ones_reconnect(
+    settings: ClientSettings, cluster_namespace: str, tmp_path: Path
+) -> None:
+    async with TcpPass(Path(str(settings.kubeconfig_path))) as link:
+        through = ClientSettings(kubeconfig_path=str(link.kubeconfig(tmp_path / "kubeconfig")))
+        async with Client(through) as client:
+            tasks = await _watching(client, cluster_namespace, 20, {})
+            link.cut()
+            results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+            assert all(isinstance(r, Unreachable) for r in results), results
+            seen: dict[int, list[Any]] = {}
+            tasks = await _watching(client, cluster_namespace, 5, seen)
+            try:
+                cm = {"metadata": {"name": "after-the-cut"}}
+                await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
+                async with asyncio.timeout(60):
+                    while len(seen) < 5:
+                        await asyncio.sleep(0.05)
+            finally:
+                await _stop(tasks)
+            assert link.accepted == client.stats.connections == 2
+
+
+@pytest.mark.cluster
+async def test_a_silent_connection_is_found_by_a_ping(
+    settings: ClientSettings, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """A connection that forwards nothing any more (half-open: no reset ever comes) fails its
+    streams once a ping goes unanswered, long before any watch's own timeout (120 s)."""
+    async with TcpPass(Path(str(settings.kubeconfig_path))) as link:
+        through = ClientSettings(kubeconfig_path=str(link.kubeconfig(tmp_path / "kubeconfig")))
+        async with Client(through, ping_after=1.0, ping_timeout=1.0) as client:
+            tasks = await _watching(client, cluster_namespace, 10, {})
+            link.freeze()
+            results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+            assert all(isinstance(r, Unreachable) for r in results), results
+            assert "did not answer a ping" in str(results[0])
+
+
+@pytest.fixture
+def proxy(devcluster: Any) -> AsyncIterator[FaultProxy]:
+    with FaultProxy(devcluster.state_dir) as running:
+        yield running
+
+
+@pytest.mark.cluster
+async def test_a_server_without_http2_is_spoken_to_in_http1(
+    proxy: FaultProxy, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """The fault proxy offers no ``h2`` in its handshake: the client goes on in HTTP/1.1,
+    where every watch holds a connection of its own."""
+    kubeconfig = tmp_path / "proxied.kubeconfig"
+    proxy.admin_kubeconfig(kubeconfig, user="http1", namespace=cluster_namespace)
+    async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
+        seen: dict[int, list[Any]] = {}
+        tasks = await _watching(client, cluster_namespace, 3, seen)
+        try:
+            cm = {"metadata": {"name": "h1"}}
+            await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
+            async with asyncio.timeout(60):
+                while len(seen) < 3:
+                    await asyncio.sleep(0.05)
+        finally:
+            await _stop(tasks)
+        assert client.stats.protocol == "http/1.1"
+        assert client.stats.connections >= 4  # a request's, and one per watch
