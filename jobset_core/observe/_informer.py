@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,15 @@ from jobset_core.observe._views import Kind, RunKey
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
-__all__ = ["Informer", "InformerStats", "Source", "backoff"]
+__all__ = [
+    "SEED_INTERVAL",
+    "Informer",
+    "InformerStats",
+    "SeedList",
+    "SeedLists",
+    "Source",
+    "backoff",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,14 @@ _PERMANENT = (Forbidden, NotFound, Invalid, Unauthorized, ConfigError)
 _BACKOFF_BASE = 0.5
 _BACKOFF_MAX = 30.0
 _HEALTHY = 30.0
+#: Seed rounds of one informer start at most this often: joiners that come in a burst (a
+#: triggerer's start) gather into a few rounds; a lone joiner waits for nothing.
+SEED_INTERVAL = 0.5
+#: One list of a seed: its label and field selectors, and the names of the runs whose objects
+#: of the kind it holds, all of them.
+SeedList = tuple[str | None, str | None, tuple[str, ...]]
+#: The lists that hold every object of a kind of the given runs (name, UID).
+SeedLists = Callable[[Kind, Sequence[tuple[str, str]]], Sequence[SeedList]]
 
 
 def backoff(failures: int, rand: float) -> float:
@@ -139,6 +156,9 @@ class Informer:
     window: int = 600
     page_size: int = 500
     since: str | None = None
+    #: How the objects of given runs are listed (a seed); without it, a run tracked after a
+    #: list began is listed by the whole kind again.
+    seed_lists: SeedLists | None = None
     rand: Callable[[], float] = random.random
     stats: InformerStats = field(default_factory=InformerStats)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
@@ -146,6 +166,10 @@ class Informer:
     holders: int = 0
     _task: asyncio.Task[None] | None = None
     _version: str | None = None  # the last resourceVersion seen: where a watch resumes
+    #: Runs waiting for a seed list, and the lock of the one seed list in flight.
+    _seeds: dict[RunKey, tuple[str, str]] = field(default_factory=dict)
+    _seeding: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _seeded_at: float = -SEED_INTERVAL
 
     def start(self) -> None:
         """Start the loop on the running event loop."""
@@ -222,40 +246,67 @@ class Informer:
             self.on_change(keys)
 
     async def _list(self) -> None:
-        """List everything the informer sees, page by page, until a list holds every run it
-        covers: a run that was tracked only after the list began may have had its objects on
-        a page read (and dropped: nobody tracked them) before, so the list counts as complete
-        only for the runs covered from its start, and runs again for the others."""
-        while True:
-            covered = set(self.covers())
-            await self._list_once(covered)
-            if set(self.covers()) <= covered:
-                return
+        """List everything the informer sees, page by page. A run that was tracked only after
+        the list began may have had its objects on a page read (and dropped: nobody tracked
+        them) before, so the list counts as complete only for the runs covered from its
+        start; the others get their own objects listed (:meth:`seed`: one round for all of
+        them), and so on for those tracked meanwhile. (Listing the whole kind again for them,
+        while a thousand triggers join one by one, relisted it for every few joiners: 150
+        lists and 10 s of JSON decoding for a triggerer's start at 1,000 runs.) The watch
+        resumes from the first list's version only once all of that is done: a failure
+        lists again from the start."""
+        covered = set(self.covers())
+        version = await self._list_once(covered)
+        while late := [key for key in self.covers() if key not in covered]:
+            covered.update(late)
+            if self.seed_lists is None:
+                version = await self._list_once(covered)
+                continue
+            await self._pace()
+            late += [key for key in self.covers() if key not in covered]
+            covered.update(late)
+            await self._seed_round({key: (key[1], "") for key in late})
+        self._version = version
 
-    async def _list_once(self, covered: set[RunKey]) -> None:
+    async def _list_once(self, covered: set[RunKey]) -> str:
         source = self.source
+        version = await self._list_pages(
+            source.label_selector,
+            source.field_selector,
+            lambda: [key for key in self.covers() if key in covered],
+        )
+        self.stats.lists += 1
+        return version
+
+    async def _list_pages(
+        self,
+        label_selector: str | None,
+        field_selector: str | None,
+        covers: Callable[[], Iterable[RunKey]],
+    ) -> str:
+        """One list, in pages, into the stores; complete for the runs ``covers`` names at its
+        end. Returns its resourceVersion."""
+        kind = self.source.kind
         listed: dict[RunKey, set[str]] = {}
         version, token = "", None
         while True:
             page = await self.client.list(
-                source.kind.resource,
-                namespace=source.namespace,
-                label_selector=source.label_selector,
-                field_selector=source.field_selector,
+                kind.resource,
+                namespace=self.source.namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
                 limit=self.page_size,
                 continue_=token,
                 optional=self._refusal_expected,
             )
             self.stats.pages += 1
             version = version or page.resource_version
-            self._changed(self.stores.relist_page(source.kind, page.items, listed))
+            self._changed(self.stores.relist_page(kind, page.items, listed))
             token = page.continue_ or None
             if token is None:
                 break
-        self.stats.lists += 1
-        self._version = version
-        covers = [key for key in self.covers() if key in covered]
-        self._changed(self.stores.relist_end(source.kind, listed, version, covers))
+        self._changed(self.stores.relist_end(kind, listed, version, covers()))
+        return version
 
     async def _watch(self) -> None:
         source = self.source
@@ -286,19 +337,46 @@ class Informer:
 
     # ------------------------------------------------------------------ seeding
 
-    async def seed(
-        self, key: RunKey, label_selector: str | None, field_selector: str | None
-    ) -> None:
+    async def seed(self, key: RunKey, run: tuple[str, str]) -> None:
         """List the objects of one run that joined after this informer's first list (the
-        informer dropped them then: nobody tracked them)."""
-        page = await self.client.list(
-            self.source.kind.resource,
-            namespace=key[0],
-            label_selector=label_selector,
-            field_selector=field_selector,
-            optional=self._refusal_expected,
-        )
-        self.stats.pages += 1
-        self._changed(
-            self.stores.relist(self.source.kind, page.items, page.resource_version, [key])
-        )
+        informer dropped them then: nobody tracked them).
+
+        Runs that join while a seed list is in flight share the next one: the first of them
+        to get the turn lists for all (:attr:`seed_lists` says how, for one run or several),
+        so a burst of joiners costs a list per round, not one per run. A round that fails
+        puts the others' runs back for the next; its error is the caller's whose round it
+        was.
+
+        Args:
+            key: The run.
+            run: Its name and UID (what the selectors name).
+        """
+        self._seeds[key] = run
+        async with self._seeding:
+            if key not in self._seeds:
+                return  # an earlier round listed it
+            await self._pace()
+            batch, self._seeds = self._seeds, {}
+            try:
+                await self._seed_round(batch)
+            except BaseException:
+                for other, ref in batch.items():
+                    if other != key:
+                        self._seeds.setdefault(other, ref)
+                raise
+
+    async def _pace(self) -> None:
+        """Wait until :data:`SEED_INTERVAL` after the last round began (joiners gather)."""
+        wait = self._seeded_at + SEED_INTERVAL - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._seeded_at = time.monotonic()
+
+    async def _seed_round(self, batch: dict[RunKey, tuple[str, str]]) -> None:
+        """List the objects of these runs, in the informer's scope (a cluster-wide informer
+        lists them across namespaces: what other namespaces add, the stores leave)."""
+        assert self.seed_lists is not None, "an informer that seeds is given seed_lists"
+        runs = list(batch.values())
+        for label_selector, field_selector, names in self.seed_lists(self.source.kind, runs):
+            held = [key for key in batch if key[1] in names]
+            await self._list_pages(label_selector, field_selector, functools.partial(list, held))

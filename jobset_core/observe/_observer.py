@@ -36,13 +36,13 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobset_core import labels as L
 from jobset_core.errors import Forbidden, JobSetError, NotFound
-from jobset_core.observe._informer import Informer, Source
+from jobset_core.observe._informer import Informer, SeedList, Source
 from jobset_core.observe._store import Observation, Stores
 from jobset_core.observe._views import Kind, RunKey
 from jobset_core.outcome import Backend
@@ -262,6 +262,7 @@ class Observer:
                     else self._window,
                     page_size=self._page_size,
                     since=target.since,
+                    seed_lists=seed_lists,
                 )
                 known = self._known_refusal(source)
                 if known is not None:
@@ -279,11 +280,8 @@ class Observer:
         return informers
 
     async def _seed(self, informer: Informer, kind: Kind, target: Target) -> None:
-        label, field = _run_selectors(kind, target.name, target.uid)
-        fields = _event_lists(target.name) if kind is Kind.EVENT else (field,)
         try:
-            for field in fields:
-                await informer.seed(target.key, label, field)
+            await informer.seed(target.key, (target.name, target.uid))
         except JobSetError as error:  # the informer's own list will catch up
             log.info("seeding %s for %s/%s: %s", kind.value, *target.key, error)
 
@@ -477,6 +475,53 @@ def _event_lists(name: str) -> tuple[str, str]:
         f"involvedObject.name={name},{_WARNINGS}",
         f"involvedObject.kind=Job,reason=FailedCreate,{_WARNINGS}",
     )
+
+
+def seed_lists(kind: Kind, runs: Sequence[tuple[str, str]]) -> tuple[SeedList, ...]:
+    """The lists that hold every object of ``kind`` of these runs (name, UID): one run's own
+    (as a one-off look lists them), or, for several, lists for all: their Jobs and pods by
+    sets of names, their Workloads by sets of UIDs (:data:`SEED_NAMES` a list), and every
+    JobSet, anchor or Warning Event in the informer's scope (a field selector cannot name
+    several objects; the stores keep what the runs own). Each list says the names of the
+    runs it holds whole.
+
+    Examples:
+        >>> seed_lists(Kind.POD, [("a", "1"), ("b", "2")])
+        (('jobset.sigs.k8s.io/jobset-name in (a,b)', None, ('a', 'b')),)
+        >>> seed_lists(Kind.JOBSET, [("a", "1")])
+        ((None, 'metadata.name=a', ('a',)),)
+    """
+    names = tuple(sorted({name for name, _ in runs}))
+    if len(runs) == 1:
+        name, uid = runs[0]
+        label, field = _run_selectors(kind, name, uid)
+        fields = _event_lists(name) if kind is Kind.EVENT else (field,)
+        return tuple((label, f, names) for f in fields)
+    if kind in (Kind.JOB, Kind.POD):
+        return tuple(
+            (f"{L.JOBSET_NAME} in ({','.join(part)})", None, part) for part in _sets(names)
+        )
+    if kind is Kind.ANCHOR:
+        return ((_ANCHORS, None, names),)
+    if kind is Kind.JOBSET:
+        return ((None, None, names),)
+    if kind is Kind.WORKLOAD:
+        uid_of = dict(runs)
+        if any(not uid for _, uid in runs):  # a run without a UID yet: every job's Workload
+            return ((_WORKLOADS, None, names),)
+        return tuple(
+            (f"{_WORKLOADS} in ({','.join(sorted(uid_of[n] for n in part))})", None, part)
+            for part in _sets(names)
+        )
+    return ((None, _WARNINGS, names),)
+
+
+#: Values in one set-based selector of a seed list (it goes in the URL).
+SEED_NAMES = 100
+
+
+def _sets(names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [names[i : i + SEED_NAMES] for i in range(0, len(names), SEED_NAMES)]
 
 
 def _run_selectors(kind: Kind, name: str, uid: str = "") -> tuple[str | None, str | None]:

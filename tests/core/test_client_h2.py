@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,23 @@ async def _stop(tasks: list[asyncio.Task[None]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+async def _seen_by_every_watch(
+    client: Client, namespace: str, count: int, name: str
+) -> dict[int, list[Any]]:
+    """Open ``count`` watches, create a ConfigMap, wait until every watch saw it; close them.
+    What each saw, by watch."""
+    seen: dict[int, list[Any]] = {}
+    tasks = await _watching(client, namespace, count, seen)
+    try:
+        await client.create(CONFIG_MAP, {"metadata": {"name": name}}, namespace=namespace)
+        async with asyncio.timeout(60):
+            while len(seen) < count:
+                await asyncio.sleep(0.05)
+    finally:
+        await _stop(tasks)
+    return seen
+
+
 @pytest.mark.cluster
 async def test_hundreds_of_watches_share_a_few_connections(
     settings: ClientSettings, cluster_namespace: str
@@ -130,22 +147,14 @@ async def test_hundreds_of_watches_share_a_few_connections(
     The sockets are counted in /proc, beside the test's own official client's."""
     before = _sockets_to(_server_port(settings))
     async with Client(settings) as client:
-        seen: dict[int, list[Any]] = {}
-        tasks = await _watching(client, cluster_namespace, 250, seen)
-        try:
-            cm = {"metadata": {"name": "for-every-watch"}, "data": {"k": "v"}}
-            await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
-            async with asyncio.timeout(60):
-                while len(seen) < 250:
-                    await asyncio.sleep(0.05)
-            assert client.stats.protocol == "h2"
-            limit = client._h2._connections[0]._h2.remote_settings.max_concurrent_streams
-            needed = math.ceil((250 + 1) / limit)  # the watches, and room for a request
-            assert client.stats.connections <= needed, (client.stats.connections, limit)
-            assert _sockets_to(_server_port(settings)) - before == client.stats.connections
-            assert all(events[0].type is EventType.ADDED for events in seen.values())
-        finally:
-            await _stop(tasks)
+        seen = await _seen_by_every_watch(client, cluster_namespace, 250, "for-every-watch")
+        assert all(events[0].type is EventType.ADDED for events in seen.values())
+        assert client.stats.protocol == "h2"
+        assert client._h2 is not None
+        limit = client._h2._connections[0]._h2.remote_settings.max_concurrent_streams
+        needed = math.ceil((250 + 1) / limit)  # the watches, and room for a request
+        assert client.stats.connections <= needed, (client.stats.connections, limit)
+        assert _sockets_to(_server_port(settings)) - before == client.stats.connections
 
 
 @pytest.mark.cluster
@@ -190,16 +199,7 @@ async def test_a_cut_connection_fails_every_stream_and_the_next_ones_reconnect(
             link.cut()
             results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
             assert all(isinstance(r, Unreachable) for r in results), results
-            seen: dict[int, list[Any]] = {}
-            tasks = await _watching(client, cluster_namespace, 5, seen)
-            try:
-                cm = {"metadata": {"name": "after-the-cut"}}
-                await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
-                async with asyncio.timeout(60):
-                    while len(seen) < 5:
-                        await asyncio.sleep(0.05)
-            finally:
-                await _stop(tasks)
+            await _seen_by_every_watch(client, cluster_namespace, 5, "after-the-cut")
             assert link.accepted == client.stats.connections == 2
 
 
@@ -220,7 +220,7 @@ async def test_a_silent_connection_is_found_by_a_ping(
 
 
 @pytest.fixture
-def proxy(devcluster: Any) -> AsyncIterator[FaultProxy]:
+def proxy(devcluster: Any) -> Iterator[FaultProxy]:
     with FaultProxy(devcluster.state_dir) as running:
         yield running
 
@@ -234,15 +234,6 @@ async def test_a_server_without_http2_is_spoken_to_in_http1(
     kubeconfig = tmp_path / "proxied.kubeconfig"
     proxy.admin_kubeconfig(kubeconfig, user="http1", namespace=cluster_namespace)
     async with Client(ClientSettings(kubeconfig_path=str(kubeconfig))) as client:
-        seen: dict[int, list[Any]] = {}
-        tasks = await _watching(client, cluster_namespace, 3, seen)
-        try:
-            cm = {"metadata": {"name": "h1"}}
-            await client.create(CONFIG_MAP, cm, namespace=cluster_namespace)
-            async with asyncio.timeout(60):
-                while len(seen) < 3:
-                    await asyncio.sleep(0.05)
-        finally:
-            await _stop(tasks)
+        await _seen_by_every_watch(client, cluster_namespace, 3, "h1")
         assert client.stats.protocol == "http/1.1"
         assert client.stats.connections >= 4  # a request's, and one per watch
