@@ -32,7 +32,7 @@ import ssl
 import urllib.parse
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import h2.config
@@ -130,7 +130,7 @@ class _Body:
     def __init__(self, response: H2Response) -> None:
         self._response = response
 
-    def iter_any(self) -> AsyncIterator[bytes]:
+    def iter_any(self) -> AsyncGenerator[bytes, None]:
         return self._response.chunks()
 
 
@@ -148,7 +148,7 @@ class H2Response:
         gzip = stream.headers.get("content-encoding", "").lower() == "gzip"
         self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzip else None
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it comes (decompressed), until the stream ends."""
         while (chunk := await self._stream.take(self._timeout)) is not None:
             if self._inflate is not None:
@@ -204,8 +204,15 @@ class _Stream:
         return data
 
     def cancel(self) -> None:
+        """The reader is done: a stream not at its end is reset, and what came but was not
+        read is given back to the connection's window (else each abandoned answer would
+        shrink it for good, until the connection stalls)."""
         if not self.ended and self.error is None:
             self.connection.reset(self)
+        unread = sum(flow for _, flow in self.chunks)
+        self.chunks.clear()
+        if unread:
+            self.connection.acknowledge(self, unread)
 
 
 class _Connection:
@@ -332,12 +339,10 @@ class _Connection:
         self._flush()
 
     def acknowledge(self, stream: _Stream, flow: int) -> None:
-        """The reader took ``flow`` bytes of the stream: the server may send as many more."""
+        """The reader took (or dropped) ``flow`` bytes of the stream: the server may send as
+        many more (on a closed stream, h2 opens only the connection's window)."""
         if flow and self.closed is None:
-            try:
-                self._h2.acknowledge_received_data(flow, stream.id)
-            except h2.exceptions.StreamClosedError:  # ended: only the connection's window
-                self._h2.increment_flow_control_window(flow)
+            self._h2.acknowledge_received_data(flow, stream.id)
             self._flush()
 
     def reset(self, stream: _Stream) -> None:

@@ -237,3 +237,34 @@ async def test_a_server_without_http2_is_spoken_to_in_http1(
         await _seen_by_every_watch(client, cluster_namespace, 3, "h1")
         assert client.stats.protocol == "http/1.1"
         assert client.stats.connections >= 4  # a request's, and one per watch
+
+
+@pytest.mark.cluster
+async def test_answers_left_unread_give_their_window_back(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """A reader that stops early (a followed log broken off, a watch closed) leaves what came
+    unread; it still counts against the connection's flow-control window until it is given
+    back. 30 lists of 2.7 MB, each read one chunk then dropped: 81 MB, more than the window
+    (64 MiB) holds, so without the give-back the connection would stall."""
+    async with Client(settings) as client:
+        for i in range(3):
+            body = {"metadata": {"name": f"unread-{i}"}, "data": {"blob": "x" * 900_000}}
+            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+        pool = client._h2
+        assert pool is not None
+        path = f"/api/v1/namespaces/{cluster_namespace}/configmaps"
+        for _ in range(30):
+            response = await pool.request(
+                "GET", path, headers={"Accept": "application/json"}, read_timeout=30
+            )
+            assert response is not None and response.status == 200
+            chunks = response.content.iter_any()
+            await anext(chunks)
+            await asyncio.sleep(0.1)  # the rest of the answer arrives, unread
+            await chunks.aclose()
+            response.release()
+        (connection,) = pool._connections
+        assert connection._h2.inbound_flow_control_window > 32 * 2**20
+        listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
+        assert len([c for c in listed.items if c["metadata"]["name"].startswith("unread-")]) == 3
