@@ -774,24 +774,34 @@ def test_the_roles_are_enough_and_every_verb_is_needed(
                     sure = [c for c in users if c.scenario == SURE_USER.get(verb)]
                     wanted.append((who, backend, (sure or users)[0].scenario, verb))
             assert not unused, f"verbs no scenario used (not needed?): {unused}"
-            removals = prepare_all(devcluster, tmp_path, proxy, wanted)
-            cases += removals
-            taken = asyncio.run(run_cases(removals, logs))
-            events = devcluster_auth.audit_events(state)
-            not_needed = []
-            for outcome in taken:
-                case = outcome.case
-                triggerer = case.scenario.startswith("t_")
-                user = case.triggerer.username if triggerer else case.worker.username
-                assert case.removed is not None
-                denied_here = case.removed in refused(events, case, user)
-                noticed = outcome.error is not None or bool(logs.refusals(case.namespace))
-                if not (denied_here and noticed):
-                    not_needed.append(
-                        f"{case.removed} ({case.scenario}/{case.backend} in {case.namespace}): "
-                        f"403 seen {denied_here}, failure or report {noticed} "
-                        f"({outcome.error})"
-                    )
+            # A scenario that did not reach the removed verb this time (its run ended before a
+            # watch opened, on a loaded machine) proves nothing either way: it runs once more.
+            # One that reached it (403) and went on as if nothing happened fails at once.
+            not_needed: list[str] = []
+            for attempt in (1, 2):
+                removals = prepare_all(devcluster, tmp_path, proxy, wanted)
+                cases += removals
+                taken = asyncio.run(run_cases(removals, logs))
+                events = devcluster_auth.audit_events(state)
+                not_needed, wanted = [], []
+                for outcome in taken:
+                    case = outcome.case
+                    triggerer = case.scenario.startswith("t_")
+                    user = case.triggerer.username if triggerer else case.worker.username
+                    assert case.removed is not None
+                    denied_here = case.removed in refused(events, case, user)
+                    noticed = outcome.error is not None or bool(logs.refusals(case.namespace))
+                    if not denied_here and attempt == 1:
+                        who = "triggerer" if triggerer else "worker"
+                        wanted.append((who, case.backend, case.scenario, case.removed))
+                    elif not (denied_here and noticed):
+                        not_needed.append(
+                            f"{case.removed} ({case.scenario}/{case.backend} in "
+                            f"{case.namespace}, try {attempt}): 403 seen {denied_here}, "
+                            f"failure or report {noticed} ({outcome.error})"
+                        )
+                if not wanted:
+                    break
             assert not not_needed, "verbs whose removal nothing noticed:\n" + "\n".join(not_needed)
     finally:
         for case in cases:
