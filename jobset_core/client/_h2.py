@@ -56,8 +56,6 @@ __all__ = [
 _STREAM_WINDOW = 4 * 2**20
 _CONNECTION_WINDOW = 64 * 2**20
 _READ_SIZE = 2**16
-#: A stream a server would never let us open (its SETTINGS have not come yet): none.
-_UNSETTLED = 0
 
 
 class _NotH2(Exception):
@@ -263,7 +261,7 @@ class _Connection:
     def room(self) -> int:
         """How many more streams the server lets this connection open now."""
         if self.closed is not None or self._draining or not self._settled.is_set():
-            return _UNSETTLED
+            return 0
         limit = int(self._h2.remote_settings.max_concurrent_streams)
         return max(0, limit - int(self._h2.open_outbound_streams))
 
@@ -289,7 +287,11 @@ class _Connection:
         read_timeout: float | None,
     ) -> H2Response:
         """Open a stream and wait for the answer's headers."""
-        stream_id = self._h2.get_next_available_stream_id()
+        try:
+            stream_id = self._h2.get_next_available_stream_id()
+        except h2.exceptions.H2Error as err:  # every stream id of the connection was used
+            self._draining = True
+            raise ConnectionError(f"HTTP/2: {err}") from err
         stream = _Stream(self, stream_id)
         fields = [
             (b":method", method.encode()),
@@ -537,11 +539,6 @@ class H2Pool:
     async def aclose(self) -> None:
         connections, self._connections = self._connections, []
         await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)
-
-    @property
-    def connections(self) -> int:
-        """Connections open now."""
-        return sum(1 for c in self._connections if c.closed is None)
 
     async def _connection(self) -> _Connection:
         chosen = self._pick()

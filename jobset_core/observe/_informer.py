@@ -153,12 +153,11 @@ class Informer:
     stores: Stores
     on_change: Callable[[set[RunKey]], None]
     covers: Callable[[], list[RunKey]]
+    #: How the objects of given runs are listed (a seed: a run tracked after a list began).
+    seed_lists: SeedLists
     window: int = 600
     page_size: int = 500
     since: str | None = None
-    #: How the objects of given runs are listed (a seed); without it, a run tracked after a
-    #: list began is listed by the whole kind again.
-    seed_lists: SeedLists | None = None
     rand: Callable[[], float] = random.random
     stats: InformerStats = field(default_factory=InformerStats)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
@@ -259,9 +258,6 @@ class Informer:
         version = await self._list_once(covered)
         while late := [key for key in self.covers() if key not in covered]:
             covered.update(late)
-            if self.seed_lists is None:
-                version = await self._list_once(covered)
-                continue
             await self._pace()
             late += [key for key in self.covers() if key not in covered]
             covered.update(late)
@@ -375,7 +371,6 @@ class Informer:
     async def _seed_round(self, batch: dict[RunKey, tuple[str, str]]) -> None:
         """List the objects of these runs, in the informer's scope (a cluster-wide informer
         lists them across namespaces: what other namespaces add, the stores leave)."""
-        assert self.seed_lists is not None, "an informer that seeds is given seed_lists"
         runs = list(batch.values())
         for label_selector, field_selector, names in self.seed_lists(self.source.kind, runs):
             held = [key for key in batch if key[1] in names]

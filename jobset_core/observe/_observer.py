@@ -362,8 +362,6 @@ class Observer:
         stores.track(target.key, target.kinds)
         forbidden: set[Kind] = set()
         for kind in target.kinds:
-            label, field = _run_selectors(kind, target.name, target.uid)
-            fields = _event_lists(target.name) if kind is Kind.EVENT else (field,)
             try:
                 pages = [
                     await self.client.list(
@@ -372,7 +370,7 @@ class Observer:
                         label_selector=label,
                         field_selector=field,
                     )
-                    for field in fields
+                    for label, field, _ in seed_lists(kind, [(target.name, target.uid)])
                 ]
             except JobSetError as error:
                 if kind not in _OPTIONAL:
