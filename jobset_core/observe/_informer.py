@@ -38,13 +38,14 @@ from jobset_core.errors import (
     Unauthorized,
     Unreachable,
 )
-from jobset_core.observe._store import Stores
+from jobset_core.observe._store import Scope, Stores
 from jobset_core.observe._views import Kind, RunKey
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
 
 __all__ = [
+    "HOLD_SECONDS",
     "SEED_INTERVAL",
     "Informer",
     "InformerStats",
@@ -61,6 +62,9 @@ _PERMANENT = (Forbidden, NotFound, Invalid, Unauthorized, ConfigError)
 _BACKOFF_BASE = 0.5
 _BACKOFF_MAX = 30.0
 _HEALTHY = 30.0
+#: How long after its list a shared informer keeps holding every object of its scope (see
+#: :meth:`Informer._list`): a triggerer's start, where its triggers join over seconds.
+HOLD_SECONDS = 30.0
 #: Seed rounds of one informer start at most this often: joiners that come in a burst (a
 #: triggerer's start) gather into a few rounds; a lone joiner waits for nothing.
 SEED_INTERVAL = 0.5
@@ -169,6 +173,7 @@ class Informer:
     _seeds: dict[RunKey, tuple[str, str]] = field(default_factory=dict)
     _seeding: asyncio.Lock = field(default_factory=asyncio.Lock)
     _seeded_at: float = -SEED_INTERVAL
+    _release: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         """Start the loop on the running event loop."""
@@ -178,7 +183,8 @@ class Informer:
             )
 
     async def stop(self) -> None:
-        """Stop the loop (its open watch is closed)."""
+        """Stop the loop (its open watch is closed, its hold released)."""
+        self._unhold()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -233,6 +239,7 @@ class Informer:
         return self.source.kind is Kind.WORKLOAD
 
     def _fail(self, error: JobSetError) -> None:
+        self._unhold()
         self.problem = error
         expected = self._refusal_expected and isinstance(error, (NotFound, Forbidden))
         (log.debug if expected else log.warning)("cannot watch %s: %s", self.source.label, error)
@@ -244,35 +251,47 @@ class Informer:
         if keys:
             self.on_change(keys)
 
+    @property
+    def _scope(self) -> Scope | None:
+        """What a shared informer holds (``None``: it serves one run)."""
+        source = self.source
+        return None if source.run is not None else (source.kind, source.namespace)
+
     async def _list(self) -> None:
-        """List everything the informer sees, page by page. A run that was tracked only after
-        the list began may have had its objects on a page read (and dropped: nobody tracked
-        them) before, so the list counts as complete only for the runs covered from its
-        start; the others get their own objects listed (:meth:`seed`: one round for all of
-        them), and so on for those tracked meanwhile. (Listing the whole kind again for them,
-        while a thousand triggers join one by one, relisted it for every few joiners: 150
-        lists and 10 s of JSON decoding for a triggerer's start at 1,000 runs.) The watch
-        resumes from the first list's version only once all of that is done: a failure
-        lists again from the start."""
-        covered = set(self.covers())
-        version = await self._list_once(covered)
-        while late := [key for key in self.covers() if key not in covered]:
-            covered.update(late)
-            await self._pace()
-            late += [key for key in self.covers() if key not in covered]
-            covered.update(late)
-            await self._seed_round({key: (key[1], "") for key in late})
+        """List everything the informer sees, page by page; the watch resumes from the list's
+        version (a failure lists again from the start).
+
+        A shared informer holds its scope from the list's start (:meth:`Stores.hold`): the
+        objects of runs nobody tracks are kept too, so a run tracked while the list is under
+        way, or for :data:`HOLD_SECONDS` after it, takes its objects over and needs no list of
+        its own. (Listing for the runs that joined meanwhile, while a thousand triggers join
+        one by one, cost 20 lists per namespace at a triggerer's start; listing the whole kind
+        again for them cost 150 lists and 10 s of JSON decoding.) A run that joins later has
+        its objects listed once (:meth:`seed`)."""
+        source, scope = self.source, self._scope
+        if scope is not None:
+            self._unhold()
+            self.stores.hold(scope)
+
+        def covers() -> list[RunKey]:
+            held = self.stores.held(scope) if scope is not None else []
+            return [*self.covers(), *held]
+
+        version = await self._list_pages(source.label_selector, source.field_selector, covers)
+        self.stats.lists += 1
+        if scope is not None:
+            self._changed(self.stores.listed(scope))
+            loop = asyncio.get_running_loop()
+            self._release = loop.call_later(HOLD_SECONDS, self._unhold)
         self._version = version
 
-    async def _list_once(self, covered: set[RunKey]) -> str:
-        source = self.source
-        version = await self._list_pages(
-            source.label_selector,
-            source.field_selector,
-            lambda: [key for key in self.covers() if key in covered],
-        )
-        self.stats.lists += 1
-        return version
+    def _unhold(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release.cancel()
+        scope = self._scope
+        if scope is not None:
+            self.stores.release(scope)
 
     async def _list_pages(
         self,

@@ -22,7 +22,9 @@ What a run needs: a controller run its JobSet, Jobs, pods, Warning Events and Ku
 (a cluster without Kueue answers the first list with 404 and the informer stops there); a
 native run its anchor ConfigMap, Jobs, pods and Warning Events. Informers start with the first
 run they cover and stop with the last. Objects of runs nobody tracks are dropped on arrival, so the
-cost of a shared watch is a connection, not memory.
+cost of a shared watch is a connection, not memory; but from a shared informer's list until
+``HOLD_SECONDS`` after it, they are held, so the runs that join meanwhile (a triggerer's
+start) need no list of their own.
 
 :meth:`Observer.stats` counts what it costs: informers by kind, lists, watches, events,
 relists, reconnects, the objects kept and the client's requests and connections.
@@ -240,7 +242,7 @@ class Observer:
 
     async def _join(self, target: Target, tracked: Tracked) -> list[Informer]:
         await self._decide_scopes(target.kinds)
-        self.stores.track(target.key, target.kinds)
+        run = self.stores.track(target.key, target.kinds)
         self._trackers.setdefault(target.key, set()).add(tracked)
         for seed in target.seeds:
             kind = Kind.JOBSET if target.backend == "controller" else Kind.ANCHOR
@@ -269,9 +271,13 @@ class Observer:
                     informer.refuse(known)
                 else:
                     informer.start()
-            elif informer.problem is None and (informer.synced.is_set() or informer.since):
-                # Its first list is over (or it never lists): this run's older objects were
-                # dropped or never seen; list them once.
+            elif (
+                informer.problem is None
+                and (informer.synced.is_set() or informer.since)
+                and kind not in run.synced
+            ):
+                # Its first list is over (or it never lists), and no hold kept this run's
+                # older objects: they were dropped or never seen; list them once.
                 seeds.append((informer, kind))
             informer.holders += 1
             informers.append(informer)

@@ -5,6 +5,11 @@ an object that belongs to no tracked run is dropped at once, so a watch over a b
 (or the whole cluster) costs memory only for the runs being waited for. What a waiter reads is
 an :class:`Observation`: an immutable snapshot of one run.
 
+A hold is the one exception: while a shared informer holds its kind in its scope
+(:meth:`Stores.hold`, from its list on, for a while after it), the objects of runs nobody
+tracks are kept too, current, and a run tracked meanwhile takes them over: it needs no list of
+its own (a triggerer's start, where a thousand runs join their informers over seconds).
+
 Ordering: a list and a watch can overlap, and a watch can lag behind a list taken later. Every
 write goes through :func:`~jobset_core.observe._views.newer` (an older ``resourceVersion`` never
 replaces a newer one), and a deletion leaves a tombstone so a list that was taken before the
@@ -29,7 +34,15 @@ from jobset_core.observe._views import (
     trim,
 )
 
-__all__ = ["EVENTS_PER_RUN", "GONE_JOBS", "ORPHAN_EVENTS", "Observation", "RunObjects", "Stores"]
+__all__ = [
+    "EVENTS_PER_RUN",
+    "GONE_JOBS",
+    "ORPHAN_EVENTS",
+    "Observation",
+    "RunObjects",
+    "Scope",
+    "Stores",
+]
 
 #: Warning Events kept per run (the newest; older ones are dropped).
 EVENTS_PER_RUN = 32
@@ -41,6 +54,8 @@ GONE_JOBS = 16
 
 Change = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
+#: Where a shared informer sees a kind: ``(kind, namespace)``, ``None`` for every namespace.
+Scope = tuple[Kind, "str | None"]
 
 
 def _rv(obj: Mapping[str, Any]) -> int | None:
@@ -113,6 +128,25 @@ class RunObjects:
     synced: set[Kind] = field(default_factory=set)
     version: int = 0
 
+    def keep_only(self, kinds: Iterable[Kind]) -> None:
+        """Forget the objects of every other kind."""
+        kept = frozenset(kinds)
+        for kind in [k for k in self.heads if k not in kept]:
+            del self.heads[kind]
+        for kind, children in self.children.items():
+            if kind not in kept:
+                children.clear()
+        if Kind.JOB not in kept:
+            self.gone_jobs.clear()
+        if Kind.EVENT not in kept:
+            self.events.clear()
+        self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] in kept}
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is kept."""
+        return not (self.heads or self.events or self.gone_jobs or any(self.children.values()))
+
     def observation(self) -> Observation:
         """An immutable snapshot."""
         return Observation(
@@ -141,22 +175,44 @@ class Stores:
         self._owners: dict[tuple[Kind, str, str], RunKey] = {}
         self._events_per_run = events_per_run
         self._orphans: OrderedDict[tuple[Kind, str, str, str], Obj] = OrderedDict()
+        #: Scopes held, and whether their list is over (every object in scope is kept).
+        self._holds: dict[Scope, bool] = {}
+        #: What holds keep of runs nobody tracks.
+        self._held: dict[RunKey, RunObjects] = {}
 
     # ------------------------------------------------------------------ interest
 
     def track(self, key: RunKey, kinds: Iterable[Kind]) -> RunObjects:
-        """Start (or join) keeping the objects of ``key``."""
+        """Start (or join) keeping the objects of ``key``. A run nobody tracked yet takes
+        over what holds kept of it; a kind whose hold has listed its scope is known at once."""
         run = self._runs.get(key)
         if run is None:
             run = self._runs[key] = RunObjects(key, frozenset(kinds))
+            self._take_held(run)
         else:
             run.kinds = run.kinds | frozenset(kinds)
         run.holders += 1
         return run
 
+    def _take_held(self, run: RunObjects) -> None:
+        """A held run's ``kinds`` are those it was held whole for since its hold began."""
+        held = self._held.pop(run.key, None)
+        holding = {kind: self._holding(kind, run.key) for kind in run.kinds}
+        usable = {
+            kind
+            for kind, state in holding.items()
+            if state is not None and (held is None or kind in held.kinds)
+        }
+        if held is not None:
+            held.keep_only(usable)
+            run.heads, run.children, run.events = held.heads, held.children, held.events
+            run.gone_jobs, run.tombstones = held.gone_jobs, held.tombstones
+            self._forget_owners(run.key, keep=run)
+        run.synced = {kind for kind in usable if holding[kind]}
+
     def untrack(self, key: RunKey) -> bool:
         """Stop keeping ``key`` for one holder; ``True`` when nobody holds it any more (its
-        objects are forgotten)."""
+        objects are forgotten, but for the kinds a hold keeps)."""
         run = self._runs.get(key)
         if run is None:
             return True
@@ -164,11 +220,77 @@ class Stores:
         if run.holders > 0:
             return False
         del self._runs[key]
-        for owned in [k for k, v in self._owners.items() if v == key]:
-            del self._owners[owned]
-        if not self._runs:
+        held = [kind for kind in run.kinds if self._holding(kind, key) is not None]
+        if held:
+            run.keep_only(held)
+            run.kinds, run.synced, run.holders = frozenset(held), set(), 0
+            self._held[key] = run
+            self._forget_owners(key, keep=run)
+        else:
+            self._forget_owners(key)
+        if not self._runs and not self._holds:
             self._orphans.clear()
         return True
+
+    def _forget_owners(self, key: RunKey, keep: RunObjects | None = None) -> None:
+        """Forget which children belong to ``key``, but for those ``keep`` holds."""
+        for owned in [k for k, v in self._owners.items() if v == key]:
+            if keep is None or owned[2] not in keep.children.get(owned[0], {}):
+                del self._owners[owned]
+
+    # ------------------------------------------------------------------ holds
+
+    def hold(self, scope: Scope) -> None:
+        """Keep every object of a kind in a scope from now on, tracked or not, until
+        :meth:`release` (an informer's list begins). A hold already there lists again."""
+        self._holds[scope] = False
+
+    def held(self, scope: Scope) -> list[RunKey]:
+        """The untracked runs a hold keeps objects of."""
+        kind, namespace = scope
+        return [
+            key
+            for key in self._held
+            if namespace is None or key[0] == namespace
+            if self._holding(kind, key) is not None
+        ]
+
+    def listed(self, scope: Scope) -> set[RunKey]:
+        """A held scope was listed whole: the runs tracked in it know its kind from now on.
+
+        Returns:
+            The tracked runs that changed.
+        """
+        if scope not in self._holds:
+            return set()
+        self._holds[scope] = True
+        kind, namespace = scope
+        covered = [k for k in self._runs if namespace is None or k[0] == namespace]
+        return self.mark_synced(kind, covered)
+
+    def release(self, scope: Scope) -> None:
+        """Stop holding: forget what the hold kept of untracked runs."""
+        if self._holds.pop(scope, None) is None:
+            return
+        namespace = scope[1]
+        for key in [k for k in self._held if namespace is None or k[0] == namespace]:
+            run = self._held[key]
+            run.kinds = frozenset(k for k in run.kinds if self._holding(k, key) is not None)
+            run.keep_only(run.kinds)
+            self._forget_owners(key, keep=run)
+            if run.empty or not run.kinds:
+                del self._held[key]
+        if not self._runs and not self._holds:
+            self._orphans.clear()
+
+    def _holding(self, kind: Kind, key: RunKey) -> bool | None:
+        """Whether a hold keeps ``kind`` for run ``key``: ``None`` (no), ``False`` (its list
+        is under way), ``True`` (listed whole)."""
+        here = self._holds.get((kind, key[0]))
+        everywhere = self._holds.get((kind, None))
+        if here is None:
+            return everywhere
+        return here if everywhere is None else here or everywhere
 
     def tracked(self, key: RunKey) -> RunObjects | None:
         """The run's objects, when someone tracks it."""
@@ -185,6 +307,7 @@ class Stores:
         out["workloads"] = 0
         out["events"] = 0
         out["orphan_events"] = len(self._orphans)
+        out["held_runs"] = len(self._held)
         for run in self._runs.values():
             out["jobsets"] += Kind.JOBSET in run.heads
             out["anchors"] += Kind.ANCHOR in run.heads
@@ -216,6 +339,12 @@ class Stores:
         run = self._runs.get(key) if key is not None else None
         if key is None and kind is Kind.EVENT and change != "DELETED":
             self._keep_orphan(obj)
+        if run is None and key is not None and self._holding(kind, key) is not None:
+            held = self._held.get(key)
+            if held is None:
+                held = self._held[key] = RunObjects(key, frozenset(Kind))
+            self._write(held, kind, change, obj)
+            return None  # nobody waits for it
         if run is None or kind not in run.kinds:
             return None
         if self._write(run, kind, change, obj):
@@ -274,7 +403,7 @@ class Stores:
             return
         subject_kind, namespace, name, _ = event_subject(obj)
         owner_kind = {"Pod": Kind.POD, "Job": Kind.JOB}.get(subject_kind)
-        if owner_kind is None or not name or not self._runs:
+        if owner_kind is None or not name or not (self._runs or self._holds):
             return
         key = (owner_kind, namespace, name, object_key(obj)[1])
         self._orphans.pop(key, None)
@@ -334,7 +463,7 @@ class Stores:
             if key is not None:
                 changed.add(key)
             owner = self._route(kind, obj)
-            if owner is not None and owner in self._runs:
+            if owner is not None and (owner in self._runs or owner in self._held):
                 listed.setdefault(owner, set()).add(object_key(obj)[1])
         return changed
 
@@ -346,8 +475,8 @@ class Stores:
         covers: Iterable[RunKey],
     ) -> set[RunKey]:
         """Finish a complete list of what an informer sees: an object of a run in ``covers``
-        that the list did not hold (and that is not newer than the list) is removed, and the
-        kind counts as known for those runs.
+        (tracked, or kept by a hold) that the list did not hold (and that is not newer than
+        the list) is removed, and the kind counts as known for the tracked ones.
 
         Returns:
             The tracked runs that changed.
@@ -358,6 +487,10 @@ class Stores:
         except ValueError:
             snapshot = None
         for key in covers:
+            held = self._held.get(key)
+            if key not in self._runs and held is not None:
+                self._drop_unlisted(held, kind, listed.get(key, set()), snapshot)
+                continue
             run = self._runs.get(key)
             if run is None or kind not in run.kinds:
                 continue
