@@ -49,6 +49,8 @@ Airflow's async accessors so it never blocks a triggerer's loop.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -292,17 +294,30 @@ class JobSetHook(BaseHook):
             return {}
 
     async def _aextras(self) -> dict[str, Any]:
-        if not self.kubernetes_conn_id:
+        """The connection's extras. Reads of one connection that overlap share one read: a
+        triggerer starting a thousand triggers at once asks its secrets backends (in Airflow
+        3, a round trip to the supervisor each) once, not a thousand times. A read that
+        starts after the shared one ended reads again: nothing is cached."""
+        conn_id = self.kubernetes_conn_id
+        if not conn_id:
             return {}
+        key = (asyncio.get_running_loop(), conn_id)
+        reading = _READING.get(key)
+        if reading is None:
+            reading = _READING[key] = asyncio.ensure_future(self._read_extras(conn_id))
+            reading.add_done_callback(functools.partial(_read, key))
+        return dict(await asyncio.shield(reading))  # a cancelled reader leaves it to the others
+
+    async def _read_extras(self, conn_id: str) -> dict[str, Any]:
         from airflow.providers.common.compat.connection import (
             get_async_connection,
             get_async_extra_dejson,
         )
 
         try:
-            connection = await get_async_connection(self.kubernetes_conn_id)
+            connection = await get_async_connection(conn_id)
         except AirflowNotFoundException:
-            if self.kubernetes_conn_id != self.default_conn_name:
+            if conn_id != self.default_conn_name:
                 raise
             return {}
         return dict(await get_async_extra_dejson(connection))
@@ -349,3 +364,15 @@ class JobSetHook(BaseHook):
         if available:
             return True, "connected; the JobSet API (jobset.x-k8s.io/v1alpha2) is served"
         return True, "connected; the JobSet API is not served: the native backend will be used"
+
+
+#: The connection reads in flight, by event loop and connection id (see ``_aextras``).
+_READING: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[dict[str, Any]]] = {}
+
+
+def _read(key: tuple[asyncio.AbstractEventLoop, str], reading: asyncio.Future[Any]) -> None:
+    """A shared read ended: the next one reads again (its error, if any, was its readers')."""
+    if _READING.get(key) is reading:
+        del _READING[key]
+    if not reading.cancelled():
+        reading.exception()  # retrieved: every reader was given it

@@ -54,7 +54,8 @@ _COMPLETION_INDEX_KEYS = (L.JOB_COMPLETION_INDEX,)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # A dict first: the ABC's isinstance check costs ~10x more (thousands of pods a step).
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _items(value: Any) -> list[Mapping[str, Any]]:
@@ -62,7 +63,7 @@ def _items(value: Any) -> list[Mapping[str, Any]]:
     skipped)."""
     if not isinstance(value, (list, tuple)):
         return []
-    return [item for item in value if isinstance(item, Mapping)]
+    return [item for item in value if type(item) is dict or isinstance(item, Mapping)]
 
 
 def _text(value: Any) -> str:

@@ -128,19 +128,26 @@ class RunObjects:
     synced: set[Kind] = field(default_factory=set)
     version: int = 0
 
-    def keep_only(self, kinds: Iterable[Kind]) -> None:
-        """Forget the objects of every other kind."""
+    def keep_only(self, kinds: Iterable[Kind]) -> list[tuple[Kind, str]]:
+        """Forget the objects of every other kind.
+
+        Returns:
+            The children forgotten, as ``(kind, name)``.
+        """
         kept = frozenset(kinds)
         for kind in [k for k in self.heads if k not in kept]:
             del self.heads[kind]
+        dropped: list[tuple[Kind, str]] = []
         for kind, children in self.children.items():
             if kind not in kept:
+                dropped += [(kind, name) for name in children]
                 children.clear()
         if Kind.JOB not in kept:
             self.gone_jobs.clear()
         if Kind.EVENT not in kept:
             self.events.clear()
         self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] in kept}
+        return dropped
 
     @property
     def empty(self) -> bool:
@@ -204,10 +211,9 @@ class Stores:
             if state is not None and (held is None or kind in held.kinds)
         }
         if held is not None:
-            held.keep_only(usable)
+            self._keep_only(held, usable)
             run.heads, run.children, run.events = held.heads, held.children, held.events
             run.gone_jobs, run.tombstones = held.gone_jobs, held.tombstones
-            self._forget_owners(run.key, keep=run)
         run.synced = {kind for kind in usable if holding[kind]}
 
     def untrack(self, key: RunKey) -> bool:
@@ -221,22 +227,18 @@ class Stores:
             return False
         del self._runs[key]
         held = [kind for kind in run.kinds if self._holding(kind, key) is not None]
+        self._keep_only(run, held)
         if held:
-            run.keep_only(held)
             run.kinds, run.synced, run.holders = frozenset(held), set(), 0
             self._held[key] = run
-            self._forget_owners(key, keep=run)
-        else:
-            self._forget_owners(key)
         if not self._runs and not self._holds:
             self._orphans.clear()
         return True
 
-    def _forget_owners(self, key: RunKey, keep: RunObjects | None = None) -> None:
-        """Forget which children belong to ``key``, but for those ``keep`` holds."""
-        for owned in [k for k, v in self._owners.items() if v == key]:
-            if keep is None or owned[2] not in keep.children.get(owned[0], {}):
-                del self._owners[owned]
+    def _keep_only(self, run: RunObjects, kinds: Iterable[Kind]) -> None:
+        """Forget a run's objects of every other kind (and the owner of each dropped child)."""
+        for kind, name in run.keep_only(kinds):
+            self._owners.pop((kind, run.key[0], name), None)
 
     # ------------------------------------------------------------------ holds
 
@@ -276,8 +278,7 @@ class Stores:
         for key in [k for k in self._held if namespace is None or k[0] == namespace]:
             run = self._held[key]
             run.kinds = frozenset(k for k in run.kinds if self._holding(k, key) is not None)
-            run.keep_only(run.kinds)
-            self._forget_owners(key, keep=run)
+            self._keep_only(run, run.kinds)
             if run.empty or not run.kinds:
                 del self._held[key]
         if not self._runs and not self._holds:

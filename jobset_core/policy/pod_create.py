@@ -276,9 +276,9 @@ def check_pod_creates(
         seen: When this waiter first saw each refusal (from the previous check).
     """
     events = [e for e in events if isinstance(e, Mapping)]
-    views = [PodView.of(p) for p in pods]
     refusals: list[PodRefusal] = []
     if any(e.get("reason") == FAILED_CREATE for e in events):
+        views = [PodView.of(p) for p in pods]  # read only when a Job was refused (rare)
         for job in jobs:
             if not _waits_for_pods(job, attempt):
                 continue

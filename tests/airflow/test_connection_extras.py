@@ -4,6 +4,7 @@ both spellings; the installed cncf provider declares no extra the hook does not 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -183,3 +184,54 @@ def test_the_hook_names_its_connection(conn_k8s_extra: str) -> None:
 async def test_the_hook_names_its_connection_in_the_triggerer(conn_k8s_extra: str) -> None:
     with pytest.raises(ValueError, match="connection 'k8s_extra' has the unknown extra"):
         await JobSetHook(conn_k8s_extra).aget_config()
+
+
+def _conn(monkeypatch: pytest.MonkeyPatch, namespace: str) -> None:
+    conn = {"conn_type": "kubernetes", "extra": {"kube_config_path": "/k", "namespace": namespace}}
+    monkeypatch.setenv("AIRFLOW_CONN_K8S_SHARED", json.dumps(conn))
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the reads of a connection that reach Airflow (its secrets backends)."""
+    import airflow.providers.common.compat.connection as compat
+
+    real = compat.get_async_connection
+    seen: list[str] = []
+
+    async def counted(conn_id: str) -> Any:
+        seen.append(conn_id)
+        await asyncio.sleep(0.05)  # a round trip to the supervisor
+        return await real(conn_id)
+
+    monkeypatch.setattr(compat, "get_async_connection", counted)
+    return seen
+
+
+async def test_overlapping_reads_of_a_connection_share_one(
+    monkeypatch: pytest.MonkeyPatch, reads: list[str]
+) -> None:
+    """A triggerer starting many triggers at once reads their connection once; a read after
+    it ended reads again (a changed connection is seen: nothing is cached)."""
+    _conn(monkeypatch, "first")
+    configs = await asyncio.gather(*(JobSetHook("k8s_shared").aget_config() for _ in range(50)))
+    assert reads == ["k8s_shared"]
+    assert {c.namespace for c in configs} == {"first"}
+    _conn(monkeypatch, "second")
+    assert (await JobSetHook("k8s_shared").aget_config()).namespace == "second"
+    assert reads == ["k8s_shared"] * 2
+
+
+async def test_a_shared_read_fails_for_every_reader_and_outlives_a_cancelled_one(
+    monkeypatch: pytest.MonkeyPatch, reads: list[str], conn_k8s_extra: str
+) -> None:
+    readers = [asyncio.ensure_future(JobSetHook(conn_k8s_extra).aget_config()) for _ in range(3)]
+    await asyncio.sleep(0)
+    readers[0].cancel()
+    done = await asyncio.gather(*readers, return_exceptions=True)
+    assert isinstance(done[0], asyncio.CancelledError)
+    assert all(isinstance(e, ValueError) and "kube_confg_path" in str(e) for e in done[1:])
+    assert reads == [conn_k8s_extra]
+    missing = [JobSetHook("no_such_connection").aget_config() for _ in range(2)]
+    failed = await asyncio.gather(*missing, return_exceptions=True)
+    assert all("no_such_connection" in str(e) for e in failed), failed
