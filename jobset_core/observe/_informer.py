@@ -157,7 +157,7 @@ class Informer:
     stores: Stores
     on_change: Callable[[set[RunKey]], None]
     covers: Callable[[], list[RunKey]]
-    #: How the objects of given runs are listed (a seed: a run tracked after a list began).
+    #: How the objects of given runs are listed (a seed: a run tracked after the hold ended).
     seed_lists: SeedLists
     window: int = 600
     page_size: int = 500
@@ -353,8 +353,8 @@ class Informer:
     # ------------------------------------------------------------------ seeding
 
     async def seed(self, key: RunKey, run: tuple[str, str]) -> None:
-        """List the objects of one run that joined after this informer's first list (the
-        informer dropped them then: nobody tracked them).
+        """List the objects of one run that joined after this informer's hold ended (the
+        informer dropped them: nobody tracked them), or joined an informer that never lists.
 
         Runs that join while a seed list is in flight share the next one: the first of them
         to get the turn lists for all (:attr:`seed_lists` says how, for one run or several),
