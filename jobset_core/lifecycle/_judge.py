@@ -199,6 +199,8 @@ class Judge:
         self._job_failures: dict[str, str] = {}  # Job name -> how it failed, as last seen
         self._restart_seen: dict[int, float] = {}  # restarts -> when first seen, unexplained
         self._looks = 0  # observations judged
+        self._pod_views = podread.PodViews()  # an unchanged pod is read once
+        self._witnessed: tuple[Any, ...] = ()  # the Jobs whose failures are remembered
         #: The pod (and container) whose start failure gave the verdict, once it did.
         self.start_failure: StartProblem | None = None
         #: What Kueue said of the run at the last observation (``None``: no queue holds it).
@@ -297,7 +299,9 @@ class Judge:
         """Remember how the observed Jobs failed, from an observation that is acted on but not
         judged: the native backend restarts on the observation it drove, and the one judged
         after it may no longer hold the failed Job it deleted."""
-        _remember_failures(observation, self._job_failures)
+        if observation.jobs != self._witnessed:  # the same Jobs (by identity first): known
+            _remember_failures(observation, self._job_failures)
+            self._witnessed = observation.jobs
 
     def step(self, observation: Observation, now: float | None = None) -> Step:
         """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods
@@ -508,7 +512,7 @@ class Judge:
         )
         self._refused_seen = refused.seen
         check = check_pod_starts(
-            observation.pods,
+            self._pod_views.of(observation.pods),
             observation.events,
             self.rules.pod_start,
             now=now,

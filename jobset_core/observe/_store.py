@@ -127,6 +127,8 @@ class RunObjects:
     tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
     synced: set[Kind] = field(default_factory=set)
     version: int = 0
+    #: The last snapshot, and what it was taken at (a waiter looks more often than it changes).
+    _snapshot: tuple[Any, Observation] | None = field(default=None, repr=False, compare=False)
 
     def keep_only(self, kinds: Iterable[Kind]) -> list[tuple[Kind, str]]:
         """Forget the objects of every other kind.
@@ -155,7 +157,16 @@ class RunObjects:
         return not (self.heads or self.events or self.gone_jobs or any(self.children.values()))
 
     def observation(self) -> Observation:
-        """An immutable snapshot."""
+        """An immutable snapshot (the last one again while nothing changed: every change
+        counts up :attr:`version`)."""
+        at = (self.version, self.kinds, frozenset(self.synced))
+        if self._snapshot is not None and self._snapshot[0] == at:
+            return self._snapshot[1]
+        snapshot = self._observe()
+        self._snapshot = (at, snapshot)
+        return snapshot
+
+    def _observe(self) -> Observation:
         return Observation(
             key=self.key,
             jobset=self.heads.get(Kind.JOBSET),

@@ -239,16 +239,6 @@ def _clip(text: str, limit: int = _TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _about(event: Mapping[str, Any], pod: PodView) -> bool:
-    about = event.get("involvedObject")
-    if not isinstance(about, Mapping) or about.get("kind") != "Pod":
-        return False
-    uid = about.get("uid")
-    if uid and pod.uid:
-        return bool(uid == pod.uid)
-    return bool(about.get("name") == (pod.name or None))
-
-
 def _event_start(event: Mapping[str, Any]) -> float | None:
     return _began(event.get("firstTimestamp")) or _began(event.get("eventTime"))
 
@@ -267,8 +257,43 @@ def _event_line(event: Mapping[str, Any]) -> str:
     return f"{event.get('reason') or '?'}: {_clip(str(event.get('message') or ''), 300)}{times}"
 
 
-def _pod_events(events: Iterable[Mapping[str, Any]], pod: PodView) -> list[Any]:
-    return sorted((e for e in events if _about(e, pod)), key=_event_end)
+#: The waiting reasons a container can be kept from starting with.
+_WATCHED = START_FAILURES | {CRASH_LOOP}
+#: What an Event's ``involvedObject.name`` is keyed by when it is no text: no pod's name.
+_NOBODY = object()
+
+
+class _PodEvents:
+    """The Events about each pod, oldest first, indexed once per check: an Event is about a
+    pod when both have a UID and they are equal, else when their names are."""
+
+    def __init__(self, events: Iterable[Mapping[str, Any]]) -> None:
+        self._by_uid: dict[str, list[tuple[float, int, Mapping[str, Any]]]] = {}
+        self._uidless: dict[object, list[tuple[float, int, Mapping[str, Any]]]] = {}
+        self._by_name: dict[object, list[tuple[float, int, Mapping[str, Any]]]] = {}
+        for i, event in enumerate(events):
+            about = event.get("involvedObject")
+            if not isinstance(about, Mapping) or about.get("kind") != "Pod":
+                continue
+            entry = (_event_end(event), i, event)
+            uid, name = about.get("uid"), about.get("name")
+            named = name if name is None or isinstance(name, str) else _NOBODY
+            if not uid:
+                self._uidless.setdefault(named, []).append(entry)
+            elif isinstance(uid, str):
+                self._by_uid.setdefault(uid, []).append(entry)
+            self._by_name.setdefault(named, []).append(entry)
+
+    def of(self, pod: PodView) -> list[Any]:
+        """The Events about ``pod``, oldest first."""
+        if not self._by_name:
+            return []
+        name = pod.name or None
+        if pod.uid:
+            found = self._by_uid.get(pod.uid, []) + self._uidless.get(name, [])
+        else:
+            found = self._by_name.get(name, [])
+        return [event for _, _, event in sorted(found, key=lambda e: (e[0], e[1]))]
 
 
 def _last_exit(container: ContainerStatus) -> str:
@@ -376,7 +401,7 @@ def _container_problem(
 
 
 def check_pod_starts(
-    pods: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any] | PodView],
     events: Iterable[Mapping[str, Any]],
     rules: PodStartRules,
     *,
@@ -387,7 +412,8 @@ def check_pod_starts(
     """Which pods of the current attempt cannot start, and whether the run has failed.
 
     Args:
-        pods: The run's pods (API-shaped; the observer's trimmed ones are enough).
+        pods: The run's pods (API-shaped; the observer's trimmed ones are enough), or their
+            views.
         events: The run's Warning Events.
         rules: When a problem fails the run.
         now: The time of the check (epoch seconds).
@@ -397,13 +423,16 @@ def check_pod_starts(
     """
     if rules.off:
         return PodStartCheck()
-    events = list(events)
+    about = _PodEvents(events)
     tally = _Tally(rules, now, seen or {})
     problems: list[StartProblem] = []
-    for pod in map(PodView.of, pods):
+    for given in pods:
+        pod = given if isinstance(given, PodView) else PodView.of(given)
+        if pod.unschedulable is None and not pod.waiting_reasons & _WATCHED:
+            continue  # nothing that could keep it from starting (most pods, most of the time)
         if not _current(pod, attempt):
             continue
-        own_events = _pod_events(events, pod)
+        own_events = about.of(pod)
         shown = tuple(_event_line(e) for e in own_events[-EVENTS_SHOWN:])
         found = [_unschedulable(pod, tally, shown)]
         found += (_container_problem(pod, c, tally, own_events, shown) for c in pod.statuses)
