@@ -59,6 +59,7 @@ __all__ = [
     "BaseOperatorLink",
     "BaseSensorOperator",
     "BaseTrigger",
+    "Deferrable",
     "TriggerEvent",
     "conf",
     "default_deferrable",
@@ -122,8 +123,27 @@ else:
 
 
 def default_deferrable() -> bool:
-    """``[operators] default_deferrable``, read when an operator is built (not at import)."""
+    """``[operators] default_deferrable``, read when asked (not at import)."""
     return conf.getboolean("operators", "default_deferrable", fallback=False)
+
+
+class Deferrable:
+    """An operator's ``deferrable``: the value it was given, else ``[operators]
+    default_deferrable`` read when the attribute is read (when the task runs), not when the
+    operator is built: a DAG processor builds every operator of a file at every parse, and
+    the configuration read was a third of a ``JobSetOperator``'s construction."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._key = f"_{name}_given"
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        given = instance.__dict__.get(self._key)
+        return default_deferrable() if given is None else given
+
+    def __set__(self, instance: object, value: bool | None) -> None:
+        instance.__dict__[self._key] = value
 
 
 def task_state_store(context: Any) -> Any:

@@ -28,7 +28,7 @@ from airflow_provider_jobset._arguments import CONNECTION_FIELDS, check_rendered
 from airflow_provider_jobset._compat import (
     AirflowFailException,
     BaseOperator,
-    default_deferrable,
+    Deferrable,
     task_state_store,
 )
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
@@ -167,6 +167,7 @@ class JobSetOperator(BaseOperator):
     template_fields_renderers = {"jobset": "yaml"}
     operator_extra_links = (JobSetLink(),)
     ui_color = "#d5e8f7"
+    deferrable = Deferrable()
 
     def __init__(
         self,
@@ -220,7 +221,7 @@ class JobSetOperator(BaseOperator):
         self.config_file = config_file
         self.cluster_context = cluster_context
         self.in_cluster = in_cluster
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = deferrable
         self.timeout = timeout
         self.admission_timeout = admission_timeout
         self.delete_policy: DeletePolicy = delete_policy

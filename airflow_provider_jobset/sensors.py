@@ -29,7 +29,7 @@ from airflow_provider_jobset._arguments import (
 from airflow_provider_jobset._compat import (
     AirflowFailException,
     BaseSensorOperator,
-    default_deferrable,
+    Deferrable,
 )
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
@@ -117,6 +117,7 @@ class JobSetSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = ("name", "namespace", "label_selector", *CONNECTION_FIELDS)
+    deferrable = Deferrable()
 
     def __init__(
         self,
@@ -183,7 +184,7 @@ class JobSetSensor(BaseSensorOperator):
         self.config_file = config_file
         self.cluster_context = cluster_context
         self.in_cluster = in_cluster
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = deferrable
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         """Render the templated fields, then check what they became (a wrong value fails the

@@ -3,6 +3,7 @@ spec errors before anything is created, trigger serialization, cheap imports, pr
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import os
@@ -18,6 +19,7 @@ from airflow_provider_jobset import get_provider_info
 from airflow_provider_jobset._compat import AirflowFailException
 from airflow_provider_jobset._identity import TaskIdentity
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
+from airflow_provider_jobset.sensors import JobSetSensor
 from airflow_provider_jobset.triggers import JobSetTrigger
 from jobset_core import leader_workers
 from jobset_core.lifecycle import (
@@ -87,6 +89,23 @@ def test_deferrable_default_comes_from_config(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "true")
     assert JobSetOperator(task_id="t", jobset=small()).deferrable is True
     assert JobSetOperator(task_id="t", jobset=small(), deferrable=False).deferrable is False
+
+
+def test_deferrable_default_is_read_when_the_task_runs_not_at_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A DAG processor builds every operator at every parse: the configuration is read when
+    ``deferrable`` is (by ``execute``, in the worker), and a given value is kept as given."""
+    parsed = JobSetOperator(task_id="t", jobset=small())
+    sensor = JobSetSensor(task_id="s", name="js")
+    given = JobSetOperator(task_id="g", jobset=small(), deferrable=False)
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "true")
+    assert parsed.deferrable is True
+    assert sensor.deferrable is True
+    assert given.deferrable is False
+    parsed.deferrable = False
+    assert parsed.deferrable is False
+    assert copy.deepcopy(parsed).deferrable is False
 
 
 @pytest.mark.airflow_min("3.3")
