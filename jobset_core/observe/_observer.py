@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobset_core import labels as L
 from jobset_core.errors import Forbidden, JobSetError, NotFound
-from jobset_core.observe._informer import Informer, SeedList, Source
+from jobset_core.observe._informer import PAGE_SIZE, Informer, SeedList, Source
 from jobset_core.observe._store import Observation, Stores
 from jobset_core.observe._views import Kind, RunKey
 from jobset_core.outcome import Backend
@@ -209,7 +209,7 @@ class Observer:
         *,
         scope: Scope = "run",
         window: int = WATCH_WINDOW,
-        page_size: int = 500,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
