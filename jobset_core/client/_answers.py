@@ -72,11 +72,17 @@ def is_success(status: int) -> bool:
 
 
 def decode_body(body: bytes | str | None) -> Any:
-    """Decode a JSON response body (``None`` for an empty one)."""
-    if body is None:
+    """Decode a JSON response body (``None`` for an empty one).
+
+    Bytes are decoded as they are (a list page of a few MB is not copied into a text first);
+    bytes that are not UTF-8 are read with their bad sequences replaced."""
+    if body is None or not body.strip():
         return None
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    return json.loads(text) if text.strip() else None
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError:
+        assert isinstance(body, bytes)
+        return json.loads(body.decode("utf-8", "replace"))
 
 
 def as_object(data: Any) -> dict[str, Any]:

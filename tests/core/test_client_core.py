@@ -312,6 +312,11 @@ def test_decode_body() -> None:
     assert _core.decode_body(b'{"a": 1}') == {"a": 1}
     assert _core.decode_body("") is None
     assert _core.decode_body(None) is None
+    assert _core.decode_body(b" \n") is None
+    assert _core.decode_body('{"a": "é"}') == {"a": "é"}
+    assert _core.decode_body('{"a": "é"}'.encode()) == {"a": "é"}
+    # Bytes that are not UTF-8 (a broken proxy): read with the bad sequence replaced.
+    assert _core.decode_body(b'{"a": "x\xff"}') == {"a": "x\ufffd"}
 
 
 # --------------------------------------------------------------------------- errors
