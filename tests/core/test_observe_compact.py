@@ -1,0 +1,129 @@
+"""A list page is kept as its trimmed objects read back after the page is gone: what the
+stores then keep, and how they route it, must be what the whole objects gave."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from jobset_core import labels as L
+from jobset_core.observe._informer import _compacted
+from jobset_core.observe._views import Kind, run_of, trim
+
+_META = {
+    "namespace": "ns",
+    "uid": "u-1",
+    "resourceVersion": "42",
+    "creationTimestamp": "2026-12-01T00:00:00Z",
+    "generation": 2,
+    "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:status": {}}}],
+    "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{" * 200},
+}
+_CHILD = {
+    L.JOBSET_NAME: "train",
+    L.REPLICATED_JOB_NAME: "workers",
+    L.JOB_INDEX: "0",
+    "unrelated": "dropped",
+}
+_CONDITIONS = [
+    {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": "t"},
+]
+
+OBJECTS: dict[Kind, dict[str, Any]] = {
+    Kind.JOBSET: {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {**_META, "name": "train", "labels": {"team": "ml"}},
+        "spec": {
+            "successPolicy": {"operator": "All"},
+            "replicatedJobs": [
+                {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 4}}}
+            ],
+        },
+        "status": {"restarts": 1, "replicatedJobsStatus": [{"name": "workers", "ready": 2}]},
+    },
+    Kind.ANCHOR: {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**_META, "name": "train", "labels": {L.ANCHOR_LABEL: L.ANCHOR_VALUE}},
+        "data": {"status": "{}"},
+    },
+    Kind.JOB: {
+        "metadata": {
+            **_META,
+            "name": "train-workers-0",
+            "labels": _CHILD,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "JobSet", "name": "train", "uid": "u", "x": 1}
+            ],
+        },
+        "spec": {"parallelism": 4, "completions": 4, "template": {"spec": {"containers": []}}},
+        "status": {"active": 4, "conditions": _CONDITIONS},
+    },
+    Kind.POD: {
+        "metadata": {
+            **_META,
+            "name": "train-workers-0-0-abcde",
+            "labels": _CHILD,
+            "annotations": {L.JOB_COMPLETION_INDEX: "0", "other": "dropped"},
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "x", "env": [{"name": "A", "value": "1"}]}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": _CONDITIONS,
+            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0}],
+            "podIP": "10.0.0.1",
+        },
+    },
+    Kind.EVENT: {
+        "metadata": {**_META, "name": "train.1"},
+        "type": "Warning",
+        "reason": "FailedCreate",
+        "message": "quota",
+        "count": 3,
+        "involvedObject": {"kind": "JobSet", "namespace": "ns", "name": "train", "uid": "u"},
+        "source": {"component": "jobset"},
+    },
+    Kind.WORKLOAD: {
+        "metadata": {
+            **_META,
+            "name": "jobset-train-1",
+            "labels": {L.KUEUE_QUEUE: "q", "other": "dropped"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "JobSet", "name": "train"}],
+        },
+        "spec": {"active": True, "queueName": "q", "podSets": [{"name": "workers"}]},
+        "status": {
+            "conditions": _CONDITIONS,
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "workers", "count": 8, "resourceUsage": {}}],
+            },
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
+def test_what_is_kept_of_a_trimmed_object_is_itself(kind: Kind) -> None:
+    whole = OBJECTS[kind]
+    trimmed = trim(kind, whole)
+    assert trim(kind, trimmed) == trimmed
+    assert run_of(kind, trimmed) == run_of(kind, whole)
+    assert run_of(kind, whole) == ("ns", "train")
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
+def test_a_page_is_kept_as_its_trimmed_objects_in_memory_of_their_own(kind: Kind) -> None:
+    page = [copy.deepcopy(OBJECTS[kind]) for _ in range(3)]
+    wanted = [trim(kind, obj) for obj in page]
+    kept = _compacted(kind, page)
+    assert kept == wanted
+    assert page == []  # the whole objects are let go
+    assert kept[0] is not kept[1]
+    assert kept[0]["metadata"] is not wanted[0]["metadata"]
