@@ -111,6 +111,18 @@ class Observation:
         return None
 
 
+#: One frozenset per combination of kinds, shared by every run: a set of five kinds takes
+#: 728 bytes, and each run held three (its kinds, those listed, and a copy of those in the
+#: key of its last snapshot).
+_KIND_SETS: dict[frozenset[Kind], frozenset[Kind]] = {}
+
+
+def kind_set(kinds: Iterable[Kind]) -> frozenset[Kind]:
+    """The shared frozenset of these kinds (pure, but for the cache of the 64 there are)."""
+    found = frozenset(kinds)
+    return _KIND_SETS.setdefault(found, found)
+
+
 @dataclass
 class RunObjects:
     """What is kept of one tracked run (mutable; see :class:`Observation` for a snapshot)."""
@@ -125,7 +137,7 @@ class RunObjects:
     events: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
     gone_jobs: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
     tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
-    synced: set[Kind] = field(default_factory=set)
+    synced: frozenset[Kind] = frozenset()
     version: int = 0
     #: The last snapshot, and what it was taken at (a waiter looks more often than it changes).
     _snapshot: tuple[Any, Observation] | None = field(default=None, repr=False, compare=False)
@@ -159,7 +171,7 @@ class RunObjects:
     def observation(self) -> Observation:
         """An immutable snapshot (the last one again while nothing changed: every change
         counts up :attr:`version`)."""
-        at = (self.version, self.kinds, frozenset(self.synced))
+        at = (self.version, self.kinds, self.synced)
         if self._snapshot is not None and self._snapshot[0] == at:
             return self._snapshot[1]
         snapshot = self._observe()
@@ -205,10 +217,10 @@ class Stores:
         over what holds kept of it; a kind whose hold has listed its scope is known at once."""
         run = self._runs.get(key)
         if run is None:
-            run = self._runs[key] = RunObjects(key, frozenset(kinds))
+            run = self._runs[key] = RunObjects(key, kind_set(kinds))
             self._take_held(run)
         else:
-            run.kinds = run.kinds | frozenset(kinds)
+            run.kinds = kind_set(run.kinds | frozenset(kinds))
         run.holders += 1
         return run
 
@@ -225,7 +237,7 @@ class Stores:
             self._keep_only(held, usable)
             run.heads, run.children, run.events = held.heads, held.children, held.events
             run.gone_jobs, run.tombstones = held.gone_jobs, held.tombstones
-        run.synced = {kind for kind in usable if holding[kind]}
+        run.synced = kind_set(kind for kind in usable if holding[kind])
 
     def untrack(self, key: RunKey) -> bool:
         """Stop keeping ``key`` for one holder; ``True`` when nobody holds it any more (its
@@ -240,7 +252,7 @@ class Stores:
         held = [kind for kind in run.kinds if self._holding(kind, key) is not None]
         self._keep_only(run, held)
         if held:
-            run.kinds, run.synced, run.holders = frozenset(held), set(), 0
+            run.kinds, run.synced, run.holders = kind_set(held), kind_set(()), 0
             self._held[key] = run
         if not self._runs and not self._holds:
             self._orphans.clear()
@@ -288,7 +300,7 @@ class Stores:
         namespace = scope[1]
         for key in [k for k in self._held if namespace is None or k[0] == namespace]:
             run = self._held[key]
-            run.kinds = frozenset(k for k in run.kinds if self._holding(k, key) is not None)
+            run.kinds = kind_set(k for k in run.kinds if self._holding(k, key) is not None)
             self._keep_only(run, run.kinds)
             if run.empty or not run.kinds:
                 del self._held[key]
@@ -354,7 +366,7 @@ class Stores:
         if run is None and key is not None and self._holding(kind, key) is not None:
             held = self._held.get(key)
             if held is None:
-                held = self._held[key] = RunObjects(key, frozenset(Kind))
+                held = self._held[key] = RunObjects(key, kind_set(Kind))
             self._write(held, kind, change, obj)
             return None  # nobody waits for it
         if run is None or kind not in run.kinds:
@@ -510,7 +522,7 @@ class Stores:
                 run.version += 1
                 changed.add(key)
             if kind not in run.synced:
-                run.synced.add(kind)
+                run.synced = kind_set(run.synced | {kind})
                 run.version += 1
                 changed.add(key)
         return changed
@@ -553,7 +565,7 @@ class Stores:
         for key in covers:
             run = self._runs.get(key)
             if run is not None and kind in run.kinds and kind not in run.synced:
-                run.synced.add(kind)
+                run.synced = kind_set(run.synced | {kind})
                 run.version += 1
                 changed.add(key)
         return changed
