@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -144,6 +144,10 @@ class _Watch:
         if progress is not None and self.waiting.on_progress is not None:
             self.waiting.on_progress(progress)
 
+    def _report_all(self, reports: Iterable[Progress]) -> None:
+        for progress in reports:
+            self._report(progress)
+
     async def _drive(self, observation: Observation) -> Pass | None:
         """One drive of the run (``None``: the API server is away; try again later)."""
         if self._refused is not None:  # the submit's first pass met it already
@@ -189,8 +193,7 @@ class _Watch:
             seen = await self._kueue_events(observation if moved.deleted else tracked.observation())
             now = time.time()
             step = judge.step(seen, now)
-            for progress in step.reports:
-                self._report(progress)
+            self._report_all(step.reports)
             if step.verdict is not None and not _cleaning_up(self.handle, step.verdict, moved):
                 return await self._settle(step, moved)
             if moved.acted:
@@ -199,7 +202,11 @@ class _Watch:
             remaining = None if ends is None else ends - now
             if remaining is not None and remaining <= 0:
                 return judge.timeout(time.monotonic() - started, now)
-            await tracked.changed(_until_next(remaining, step.recheck_at, now))
+            pause = _until_next(remaining, step.recheck_at, now)
+            # What this look made is not kept through the wait (a triggerer holds a
+            # thousand of these waits): the next look starts from the observer's snapshot.
+            del observation, seen, step, moved
+            await tracked.changed(pause)
 
     async def _kueue_events(self, observation: Observation) -> Observation:
         """The observation with Kueue's Events on the JobSet, when this identity may not read
