@@ -29,6 +29,7 @@ from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
+from tests.cluster.bodies import finish_at
 from tests.cluster.faultproxy import FaultProxy
 from tests.core._exclusive import end_once_all_live, exclusivity_problems
 from tests.core._runs import (
@@ -501,18 +502,27 @@ class TestOnCluster:
     async def test_suspend_a_running_run_then_resume(
         self, native: RunFace, cluster_namespace: str, devcluster: Any
     ) -> None:
-        sub = await native.submit(manifest("nap", crjob("w", run="3")), namespace=cluster_namespace)
+        # The pod must still be running when the suspension reaches the Job controller,
+        # or it finishes, stays (a finished pod is not deleted) and the Job completes: a
+        # pod that ran 3 s lost that race on a loaded machine. Pods exit at one moment
+        # instead, well after the suspension, and the resumed pod exits then too.
+        job = crjob("w", finish_at=finish_at(25))
+        sub = await native.submit(manifest("nap", job), namespace=cluster_namespace)
         selector = f"{labels.JOBSET_NAME}=nap"
 
-        def pods() -> list[Any]:
+        def phases() -> list[str]:
             found = devcluster.core.list_namespaced_pod(cluster_namespace, label_selector=selector)
-            return list(found.items)
+            return [p.status.phase for p in found.items]
 
-        await until(lambda: any(p.status.phase == "Running" for p in pods()), desc="a running pod")
+        await until(lambda: "Running" in phases(), desc="a running pod")
         await native.set_suspend(sub.handle, True)
         assert (await native.status(sub.handle)).phase is Phase.SUSPENDED
         assert all(j.spec.suspend for j in jobs_of(devcluster, cluster_namespace, "nap"))
-        await until(lambda: not pods(), desc="the suspended Job's pods to go")
+        deadline = time.monotonic() + 60
+        while left := phases():
+            if time.monotonic() > deadline:
+                pytest.fail(f"the suspended Job's pods stayed: {left}")
+            await asyncio.sleep(0.3)
         await native.set_suspend(sub.handle, False)
         outcome = await native.wait(sub.handle, timeout=60)
         assert (outcome.terminal_state, outcome.restarts) == ("Completed", 0)
