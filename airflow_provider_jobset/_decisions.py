@@ -1,5 +1,5 @@
 """Airflow-only decisions, without I/O (pure functions): how many retries a JobSet task
-needs.
+needs, and how long a trigger's event waits before it resumes its task.
 
 How a run ends (its verdict, the delete policy) is decided by the core
 (:mod:`jobset_core.lifecycle`), the same for every way in.
@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 from jobset_core.models import JobSet
 
-__all__ = ["MAX_DERIVED_RETRIES", "RetriesPlan", "max_restarts", "plan_retries"]
+__all__ = [
+    "MAX_DERIVED_RETRIES",
+    "RESUME_MARGIN",
+    "ResumeGuard",
+    "RetriesPlan",
+    "max_restarts",
+    "plan_retries",
+]
 
 
 #: The most task retries derived from ``failurePolicy.maxRestarts`` (``retries`` set by the user
@@ -73,3 +80,41 @@ def plan_retries(restarts: int | None, retries: int | None) -> RetriesPlan:
             f"JobSet could still restart; set retries={restarts} (or leave retries unset)",
         )
     return RetriesPlan(retries)
+
+
+#: Added to ``[workers] min_heartbeat_interval`` for a :class:`ResumeGuard`'s window: the
+#: deferring process still has to exit after it chose to defer, and the scheduler to take in
+#: that exit.
+RESUME_MARGIN = 2.0
+
+
+@dataclass(frozen=True)
+class ResumeGuard:
+    """How long a trigger's event waits before it may resume its task.
+
+    Airflow's worker learns that a task process which deferred has exited at its next check,
+    up to ``[workers] min_heartbeat_interval`` (5 s) later: the process closes its sockets a
+    moment before it ends, and the worker, seeing them closed, sleeps out the interval. If
+    the trigger fires within that time, the task resumes in a new process before the old
+    one's exit is reported, and the scheduler takes that late report for the end of the
+    resumed try and fails it ("finished with state success, but the task instance's state
+    attribute is running"). So the event of a run that ends that soon waits out the window
+    from the moment the task deferred; a run that ends later is not held. Nothing waits when
+    the trigger runs in the process that deferred (``dag.test()``): no exit to be seen.
+
+    Attributes:
+        deferred_at: When the task deferred (epoch seconds, the worker's clock).
+        window: The seconds from then that an event waits; also the most it waits, whatever
+            the clocks of the worker and the triggerer say.
+        deferred_by: The process that deferred (``host:pid``).
+    """
+
+    deferred_at: float
+    window: float
+    deferred_by: str
+
+    def hold(self, now: float, here: str) -> float:
+        """Seconds the event waits, fired at ``now`` by the process ``here``."""
+        if here == self.deferred_by:
+            return 0.0
+        return min(max(self.deferred_at + self.window - now, 0.0), self.window)

@@ -480,7 +480,7 @@ class JobSetOperator(BaseOperator):
             store.set(STATE_KEY, record(handle, **marks))
 
     def _defer(self, started: Started) -> None:
-        from airflow_provider_jobset.triggers import JobSetTrigger
+        from airflow_provider_jobset.triggers import JobSetTrigger, resume_guard
 
         handle = started.handle
         deadline = started.request.deadline
@@ -502,6 +502,7 @@ class JobSetOperator(BaseOperator):
                 config_file=self.config_file,
                 cluster_context=self.cluster_context,
                 in_cluster=self.in_cluster,
+                resume_guard=resume_guard(),
             ),
             method_name="execute_complete",
             timeout=timeout,

@@ -309,7 +309,7 @@ class JobSetSensor(BaseSensorOperator):
         return self._look_or_defer(context)
 
     def _look_or_defer(self, context: Any) -> None:
-        from airflow_provider_jobset.triggers import JobSetTrigger
+        from airflow_provider_jobset.triggers import JobSetTrigger, resume_guard
 
         state, waiting = self._look(context, wait=0.0)
         self.log.info("%s", state.message)
@@ -333,6 +333,7 @@ class JobSetSensor(BaseSensorOperator):
                 config_file=self.config_file,
                 cluster_context=self.cluster_context,
                 in_cluster=self.in_cluster,
+                resume_guard=resume_guard(),
             ),
             method_name="execute_complete",
         )

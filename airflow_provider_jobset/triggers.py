@@ -8,7 +8,10 @@ every namespace, else one per namespace), for both backends. A native run is dri
 (reconciled) by the trigger that waits for it. An error mid-wait applies the request's delete
 policy as the worker would (``always`` deletes the run), then fails the task.
 
-The trigger fires one event: the wait's :class:`~jobset_core.lifecycle.Verdict`. ``cleanup()``
+The trigger fires one event: the wait's :class:`~jobset_core.lifecycle.Verdict`, held back
+while Airflow's worker may not yet have seen the deferring process exit (a
+:class:`~airflow_provider_jobset._decisions.ResumeGuard`: a run that ends within seconds of
+the deferral would otherwise have its resumed try failed by the scheduler). ``cleanup()``
 never deletes anything (it runs on every triggerer restart); ``on_kill()`` (Airflow 3.3+,
 called only when a user marks or clears the deferred task) deletes the JobSet with one request.
 """
@@ -17,19 +20,34 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import socket
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from airflow_provider_jobset._compat import BaseTrigger, TriggerEvent
+from airflow_provider_jobset._compat import BaseTrigger, TriggerEvent, conf
+from airflow_provider_jobset._decisions import RESUME_MARGIN, ResumeGuard
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core.lifecycle import Handle, LogLine, Reporter, RunRequest, session
 
-__all__ = ["JobSetTrigger"]
+__all__ = ["JobSetTrigger", "resume_guard"]
 
 _KILL_TIMEOUT = 20.0
 
 #: Deletions of killed tasks still under way (a task the loop holds only weakly otherwise).
 _DELETIONS: set[asyncio.Future[None]] = set()
+
+
+def _this_process() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def resume_guard() -> ResumeGuard:
+    """The guard of a task deferring now, in this process (read where the task runs: the
+    worker's ``[workers] min_heartbeat_interval`` is the one that counts)."""
+    interval = conf.getfloat("workers", "min_heartbeat_interval", fallback=5.0)
+    return ResumeGuard(time.time(), interval + RESUME_MARGIN, _this_process())
 
 
 def _deleted(deletion: asyncio.Future[None]) -> None:
@@ -54,6 +72,8 @@ class JobSetTrigger(BaseTrigger):
         config_file: A kubeconfig file overriding the connection.
         cluster_context: A kubeconfig context overriding the connection.
         in_cluster: Use the service account, overriding the connection.
+        resume_guard: When the event may resume the task (:func:`resume_guard`, as the
+            operator and the sensor defer); ``None`` fires it at once.
 
     Log lines go to the trigger's log, which Airflow shows in the task's log; how far each
     log was read is kept on the run, so a trigger that a restarted triggerer runs again
@@ -70,6 +90,7 @@ class JobSetTrigger(BaseTrigger):
         config_file: str | None = None,
         cluster_context: str | None = None,
         in_cluster: bool | None = None,
+        resume_guard: ResumeGuard | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.handle = handle if isinstance(handle, Handle) else Handle(**handle)
@@ -79,6 +100,9 @@ class JobSetTrigger(BaseTrigger):
         self.config_file = config_file
         self.cluster_context = cluster_context
         self.in_cluster = in_cluster
+        if resume_guard is not None and not isinstance(resume_guard, ResumeGuard):
+            resume_guard = ResumeGuard(**resume_guard)
+        self.resume_guard = resume_guard
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Class path and the keyword arguments that rebuild this trigger."""
@@ -92,6 +116,9 @@ class JobSetTrigger(BaseTrigger):
                 "config_file": self.config_file,
                 "cluster_context": self.cluster_context,
                 "in_cluster": self.in_cluster,
+                "resume_guard": (
+                    None if self.resume_guard is None else dataclasses.asdict(self.resume_guard)
+                ),
             },
         )
 
@@ -116,7 +143,20 @@ class JobSetTrigger(BaseTrigger):
                 request, self.handle, report=report, restarts=self.restarts
             )
         self.log.info("%s: %s", self._what(), verdict.message)
+        await self._hold()
         yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
+
+    async def _hold(self) -> None:
+        if self.resume_guard is None:
+            return
+        wait = self.resume_guard.hold(time.time(), _this_process())
+        if wait > 0:
+            self.log.info(
+                "the task resumes in %.1fs: Airflow's worker may not have seen the task's "
+                "deferring process exit yet (it looks every [workers] min_heartbeat_interval)",
+                wait,
+            )
+            await asyncio.sleep(wait)
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())

@@ -17,6 +17,7 @@ import pytest
 
 from airflow_provider_jobset import get_provider_info
 from airflow_provider_jobset._compat import AirflowFailException
+from airflow_provider_jobset._decisions import ResumeGuard
 from airflow_provider_jobset._identity import TaskIdentity
 from airflow_provider_jobset.operators import JobSetOperator, JobSetRetriesWarning
 from airflow_provider_jobset.sensors import JobSetSensor
@@ -229,6 +230,7 @@ def test_trigger_serialization_round_trip() -> None:
         restarts=2,
         kubernetes_conn_id="k8s",
         cluster_context="ctx",
+        resume_guard=ResumeGuard(1234.5, 7.0, "host:42"),
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_jobset.triggers.JobSetTrigger"
@@ -241,6 +243,10 @@ def test_trigger_serialization_round_trip() -> None:
     assert JobSetTrigger(**BaseSerialization.deserialize(encoded)).serialize()[1] == kwargs
     assert rebuilt.request == request  # one request, whole: every field comes back
     assert rebuilt.handle == Handle("js", "ns", "u", "native")
+    assert rebuilt.resume_guard == ResumeGuard(1234.5, 7.0, "host:42")
+    # A trigger serialized before the guard existed is rebuilt without one.
+    del kwargs["resume_guard"]
+    assert JobSetTrigger(**kwargs).resume_guard is None
 
 
 def test_the_operator_hands_its_request_to_the_trigger() -> None:

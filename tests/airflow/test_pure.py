@@ -1,5 +1,5 @@
 """Pure pieces of the provider: identity, retries and deadlines, connection extras, links,
-the sensor's state, the trigger's payload."""
+the sensor's state, the trigger's payload and how long it holds its event."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_provider_jobset._decisions import max_restarts, plan_retries
+from airflow_provider_jobset._decisions import ResumeGuard, max_restarts, plan_retries
 from airflow_provider_jobset._identity import TaskIdentity, name_prefix
 from airflow_provider_jobset.hooks import ConnectionConfig, config_from_extras
 from airflow_provider_jobset.links import format_link
@@ -98,6 +98,24 @@ def test_plan_retries(
     plan = plan_retries(restarts, retries)
     assert plan.retries == expected
     assert (plan.problem is not None) is problem
+
+
+@pytest.mark.parametrize(
+    ("now", "here", "wait"),
+    [
+        (1000.0, "worker:7", 7.0),  # fired as the task deferred: the whole window
+        (1003.5, "worker:7", 3.5),  # the rest of it
+        (1007.0, "worker:7", 0.0),  # the window is over
+        (2000.0, "worker:7", 0.0),  # long after (a triggerer restarted): at once
+        (990.0, "worker:7", 7.0),  # the triggerer's clock behind: never more than the window
+        (1000.0, "host:1", 0.0),  # the process that deferred fires it (dag.test())
+    ],
+    ids=["at-once", "partway", "over", "long-after", "clock-behind", "same-process"],
+)
+def test_resume_guard_holds_the_event_for_the_rest_of_its_window(
+    now: float, here: str, wait: float
+) -> None:
+    assert ResumeGuard(1000.0, 7.0, "host:1").hold(now, here) == pytest.approx(wait)
 
 
 def test_the_deadline_is_the_earliest_end() -> None:
