@@ -14,7 +14,8 @@ Execute``, until ``::group::Post Execute`` (or ``Task failed with exception``). 
   restart, a try started after a killed one), whichever is later, to its verdict line;
 - **ours after it**: the operator's code after the verdict (worker mode: from the line; a
   deferred task: from its resumption) until the task runner's end mark: deleting the run,
-  the result, the failed pods' logs;
+  the result, the failed pods' logs; and a trigger's hold of its event after the verdict
+  (``the task resumes in N s``: it waits for Airflow's worker, but the wait is ours);
 - **Airflow's**: the rest (before that waiter began; from a trigger's event to the task's
   resumption; from the end mark to the task instance's end).
 
@@ -24,6 +25,7 @@ second. Pure but for reading the log files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ class Said:
     where: str  # ``task`` (worker mode) or ``trigger``
     resumed: float | None = None  # the operator's code began (again) before ``ended``
     ended: float | None = None  # the task runner's end mark after the verdict
+    held: float = 0.0  # the trigger held its event this long after the verdict
 
 
 @dataclass(frozen=True)
@@ -99,15 +102,27 @@ def said_in(folder: Path, try_number: int, namespace: str, prefix: str) -> Said 
     for path in sorted(folder.glob(f"attempt={try_number}.log*")):
         lines = _lines(path)
         where = "trigger" if ".trigger." in path.name else "task"
-        for at, text in lines:
+        for i, (at, text) in enumerate(lines):
             if verdict.search(text):
-                found.append(Said(at=at, began=lines[0][0], where=where))
+                held = _held(lines[i + 1 :]) if where == "trigger" else 0.0
+                found.append(Said(at=at, began=lines[0][0], where=where, held=held))
                 break
     said = min(found, key=lambda s: s.at, default=None)
     if said is None:
         return None
     resumed, ended = _operator_run(_lines(folder / f"attempt={try_number}.log"), said.at)
-    return Said(said.at, said.began, said.where, resumed, ended)
+    return dataclasses.replace(said, resumed=resumed, ended=ended)
+
+
+_HELD = re.compile(r"^the task resumes in (\d+(?:\.\d+)?)s")
+
+
+def _held(lines: list[tuple[float, str]]) -> float:
+    """The seconds a trigger said it holds its event, in the lines after its verdict."""
+    for _, text in lines:
+        if m := _HELD.match(text):
+            return float(m.group(1))
+    return 0.0
 
 
 def _operator_run(lines: list[tuple[float, str]], after: float) -> tuple[float | None, ...]:
@@ -130,7 +145,7 @@ def split(terminal_at: float, ended: float, said: Said | None) -> Split | None:
     if said is None:
         return None
     late = max(ended - terminal_at, 0.0)
-    before = max(0.0, said.at - max(terminal_at, said.began))
+    before = max(0.0, said.at - max(terminal_at, said.began)) + said.held
     after = 0.0
     if said.ended is not None:
         after = max(0.0, said.ended - max(said.at, said.resumed or said.at, terminal_at))

@@ -109,6 +109,31 @@ def test_the_operators_work_after_the_verdict_is_read_from_the_task_runners_mark
     assert found is not None and (found.ours, found.airflow) == (1.5, 6.5)
 
 
+def test_a_triggers_hold_of_its_event_is_ours(tmp_path: Path) -> None:
+    """The trigger held its event for Airflow's worker (a run that ended seconds after the
+    deferral): the hold is counted as ours."""
+    _log(
+        tmp_path / "attempt=1.log",
+        (T0 - 3, "::group::Pre Execute"),
+        (T0 - 2.5, "::endgroup::"),
+        (T0 - 2, "deferring"),
+        (T0 + 5.0, "::group::Pre Execute"),
+        (T0 + 5.5, "::endgroup::"),
+        (T0 + 6.0, "::group::Post Execute"),
+    )
+    _log(
+        tmp_path / "attempt=1.log.trigger.1.log",
+        (T0 - 1.5, "start"),
+        (T0 + 0.5, TRIGGER_SAYS),
+        (T0 + 0.5, "the task resumes in 3.5s: Airflow's worker may not have seen ..."),
+        (T0 + 4.0, "Trigger fired event"),
+    )
+    said = said_in(tmp_path, 1, "soak-ns", "soak-t01-")
+    assert said == Said(T0 + 0.5, T0 - 1.5, "trigger", T0 + 5.5, T0 + 6.0, held=3.5)
+    found = split(T0, T0 + 6.5, said)
+    assert found is not None and (found.ours, found.airflow) == (4.5, 2.0)
+
+
 @pytest.mark.parametrize(
     ("said", "ended", "ours", "airflow"),
     [
