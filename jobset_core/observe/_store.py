@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from jobset_core.labels import KUEUE_JOB_UID
 from jobset_core.observe._views import (
@@ -353,8 +353,21 @@ class Stores:
             return None
         return self._owners.get((owner_kind, namespace, name))
 
-    def apply(self, kind: Kind, change: Change, obj: Mapping[str, Any]) -> RunKey | None:
-        """Apply one watch event (or one listed object as ``ADDED``).
+    def keeps(self, kind: Kind, obj: Mapping[str, Any]) -> bool:
+        """Whether :meth:`apply` may keep ``obj`` (or note it in a list): an Event, or an
+        object of a tracked run or of one a hold keeps. Others need no trimming."""
+        if kind is Kind.EVENT:
+            return True
+        key = run_of(kind, obj)
+        return key is not None and (
+            key in self._runs or key in self._held or self._holding(kind, key) is not None
+        )
+
+    def apply(
+        self, kind: Kind, change: Change, obj: Mapping[str, Any], *, trimmed: bool = False
+    ) -> RunKey | None:
+        """Apply one watch event (or one listed object as ``ADDED``); ``trimmed``: ``obj`` is
+        already what is kept of it (:func:`~jobset_core.observe._views.trim`).
 
         Returns:
             The tracked run that changed, or ``None`` (not tracked, or nothing new).
@@ -367,16 +380,23 @@ class Stores:
             held = self._held.get(key)
             if held is None:
                 held = self._held[key] = RunObjects(key, kind_set(Kind))
-            self._write(held, kind, change, obj)
+            self._write(held, kind, change, obj, trimmed)
             return None  # nobody waits for it
         if run is None or kind not in run.kinds:
             return None
-        if self._write(run, kind, change, obj):
+        if self._write(run, kind, change, obj, trimmed):
             run.version += 1
             return run.key
         return None
 
-    def _write(self, run: RunObjects, kind: Kind, change: Change, obj: Mapping[str, Any]) -> bool:
+    def _write(
+        self,
+        run: RunObjects,
+        kind: Kind,
+        change: Change,
+        obj: Mapping[str, Any],
+        trimmed: bool = False,
+    ) -> bool:
         namespace, name = object_key(obj)
         if kind is Kind.EVENT:
             return self._write_event(run, change, obj)
@@ -394,7 +414,7 @@ class Stores:
         current = self._current(run, kind, name)
         if not newer(obj, current):
             return False
-        kept = trim(kind, obj)
+        kept = cast(Obj, obj) if trimmed else trim(kind, obj)  # trimmed: a fresh dict
         if current == kept:
             return False
         if kind.head:
@@ -473,17 +493,22 @@ class Stores:
         return True
 
     def relist_page(
-        self, kind: Kind, items: Iterable[Mapping[str, Any]], listed: dict[RunKey, set[str]]
+        self,
+        kind: Kind,
+        items: Iterable[Mapping[str, Any]],
+        listed: dict[RunKey, set[str]],
+        *,
+        trimmed: bool = False,
     ) -> set[RunKey]:
         """Apply one page of a complete list (see :meth:`relist_end`); ``listed`` collects,
-        per tracked run, the names the list holds.
+        per tracked run, the names the list holds; ``trimmed``: as :meth:`apply`.
 
         Returns:
             The tracked runs that changed.
         """
         changed: set[RunKey] = set()
         for obj in items:
-            key = self.apply(kind, "ADDED", obj)
+            key = self.apply(kind, "ADDED", obj, trimmed=trimmed)
             if key is not None:
                 changed.add(key)
             owner = self._route(kind, obj)

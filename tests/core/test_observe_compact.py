@@ -10,6 +10,7 @@ import pytest
 
 from jobset_core import labels as L
 from jobset_core.observe._informer import _compacted
+from jobset_core.observe._store import Stores
 from jobset_core.observe._views import Kind, run_of, trim
 
 _META = {
@@ -127,3 +128,36 @@ def test_a_page_is_kept_as_its_trimmed_objects_in_memory_of_their_own(kind: Kind
     assert page == []  # the whole objects are let go
     assert kept[0] is not kept[1]
     assert kept[0]["metadata"] is not wanted[0]["metadata"]
+
+
+def test_objects_no_one_keeps_are_neither_trimmed_nor_written() -> None:
+    ours = copy.deepcopy(OBJECTS[Kind.POD])
+    theirs = copy.deepcopy(OBJECTS[Kind.POD])
+    theirs["metadata"]["labels"] = {**_CHILD, L.JOBSET_NAME: "other"}
+    page = [theirs, ours]
+    kept = _compacted(Kind.POD, page, lambda kind, obj: run_of(kind, obj) == ("ns", "train"))
+    assert kept == [trim(Kind.POD, OBJECTS[Kind.POD])]
+    assert page == []
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
+def test_a_compacted_page_is_stored_as_the_whole_page_would_be(kind: Kind) -> None:
+    """The stores keep what they kept of the whole objects, and list the same names, from a
+    page compacted with their own ``keeps`` (only what they may keep, trimmed once)."""
+    other = copy.deepcopy(OBJECTS[kind])
+    other["metadata"]["namespace"] = "elsewhere"
+    if kind is Kind.EVENT:
+        other["involvedObject"]["namespace"] = "elsewhere"
+    seen = []
+    for compact in (False, True):
+        stores = Stores()
+        stores.track(("ns", "train"), tuple(Kind))
+        page = [copy.deepcopy(other), copy.deepcopy(OBJECTS[kind])]
+        listed: dict[tuple[str, str], set[str]] = {}
+        if compact:
+            page = _compacted(kind, page, stores.keeps)
+        changed = stores.relist_page(kind, page, listed, trimmed=compact)
+        stores.relist_end(kind, listed, "50", [("ns", "train")])
+        seen.append((changed, listed, stores.tracked(("ns", "train")).observation()))
+    assert seen[0] == seen[1]
+    assert seen[1][0] == {("ns", "train")}
