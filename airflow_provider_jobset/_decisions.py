@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from jobset_core.models import JobSet
 
 __all__ = [
+    "LOOK_AGAIN",
     "MAX_DERIVED_RETRIES",
     "RESUME_MARGIN",
     "ResumeGuard",
@@ -81,6 +82,10 @@ def plan_retries(restarts: int | None, retries: int | None) -> RetriesPlan:
         )
     return RetriesPlan(retries)
 
+
+#: The ``kind`` of the event that sends a deferrable sensor to look again (no JobSet it
+#: watches existed).
+LOOK_AGAIN = "look_again"
 
 #: Added to ``[workers] min_heartbeat_interval`` for a :class:`ResumeGuard`'s window: the
 #: deferring process still has to exit after it chose to defer, and the scheduler to take in

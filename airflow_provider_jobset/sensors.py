@@ -31,6 +31,7 @@ from airflow_provider_jobset._compat import (
     BaseSensorOperator,
     Deferrable,
 )
+from airflow_provider_jobset._decisions import LOOK_AGAIN
 from airflow_provider_jobset.exceptions import NEVER_RETRIED
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core import lifecycle as core
@@ -309,7 +310,7 @@ class JobSetSensor(BaseSensorOperator):
         return self._look_or_defer(context)
 
     def _look_or_defer(self, context: Any) -> None:
-        from airflow_provider_jobset.triggers import JobSetTrigger, resume_guard
+        from airflow_provider_jobset.triggers import JobSetTrigger, LookAgainTrigger, resume_guard
 
         state, waiting = self._look(context, wait=0.0)
         self.log.info("%s", state.message)
@@ -318,10 +319,10 @@ class JobSetSensor(BaseSensorOperator):
         if state.kind == "done":
             return
         if waiting is None:  # nothing exists yet: look again after poke_interval
-            from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
-
             self.defer(
-                trigger=TimeDeltaTrigger(_dt.timedelta(seconds=self.poke_interval)),
+                trigger=LookAgainTrigger(
+                    moment=time.time() + float(self.poke_interval), resume_guard=resume_guard()
+                ),
                 method_name="execute_complete",
             )
         deadline = self._deadline(context)
@@ -339,8 +340,10 @@ class JobSetSensor(BaseSensorOperator):
         )
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> None:
-        """Resume: check everything again (another JobSet of the selector may still run)."""
-        verdict = Verdict.model_validate(event) if event is not None else None
+        """Resume: check everything again (another JobSet of the selector may still run).
+        ``event`` is a verdict, or the look-again of a sensor that found nothing."""
+        is_verdict = isinstance(event, Mapping) and event.get("kind") != LOOK_AGAIN
+        verdict = Verdict.model_validate(event) if is_verdict else None
         if (
             verdict is not None
             and verdict.kind == "timeout"

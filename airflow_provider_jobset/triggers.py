@@ -27,11 +27,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from airflow_provider_jobset._compat import BaseTrigger, TriggerEvent, conf
-from airflow_provider_jobset._decisions import RESUME_MARGIN, ResumeGuard
+from airflow_provider_jobset._decisions import LOOK_AGAIN, RESUME_MARGIN, ResumeGuard
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core.lifecycle import Handle, LogLine, Reporter, RunRequest, session
 
-__all__ = ["JobSetTrigger", "resume_guard"]
+__all__ = ["JobSetTrigger", "LookAgainTrigger", "resume_guard"]
 
 _KILL_TIMEOUT = 20.0
 
@@ -48,6 +48,24 @@ def resume_guard() -> ResumeGuard:
     worker's ``[workers] min_heartbeat_interval`` is the one that counts)."""
     interval = conf.getfloat("workers", "min_heartbeat_interval", fallback=5.0)
     return ResumeGuard(time.time(), interval + RESUME_MARGIN, _this_process())
+
+
+async def _held(guard: ResumeGuard | None, log: Any) -> None:
+    """Wait out what ``guard`` holds of an event fired now (said in the trigger's log)."""
+    if guard is None:
+        return
+    wait = guard.hold(time.time(), _this_process())
+    if wait > 0:
+        log.info(
+            "the task resumes in %.1fs: Airflow's worker may not have seen the task's "
+            "deferring process exit yet (it looks every [workers] min_heartbeat_interval)",
+            wait,
+        )
+        await asyncio.sleep(wait)
+
+
+def _guard(given: ResumeGuard | Mapping[str, Any] | None) -> ResumeGuard | None:
+    return given if given is None or isinstance(given, ResumeGuard) else ResumeGuard(**given)
 
 
 def _deleted(deletion: asyncio.Future[None]) -> None:
@@ -100,9 +118,7 @@ class JobSetTrigger(BaseTrigger):
         self.config_file = config_file
         self.cluster_context = cluster_context
         self.in_cluster = in_cluster
-        if resume_guard is not None and not isinstance(resume_guard, ResumeGuard):
-            resume_guard = ResumeGuard(**resume_guard)
-        self.resume_guard = resume_guard
+        self.resume_guard = _guard(resume_guard)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Class path and the keyword arguments that rebuild this trigger."""
@@ -143,20 +159,8 @@ class JobSetTrigger(BaseTrigger):
                 request, self.handle, report=report, restarts=self.restarts
             )
         self.log.info("%s: %s", self._what(), verdict.message)
-        await self._hold()
+        await _held(self.resume_guard, self.log)
         yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
-
-    async def _hold(self) -> None:
-        if self.resume_guard is None:
-            return
-        wait = self.resume_guard.hold(time.time(), _this_process())
-        if wait > 0:
-            self.log.info(
-                "the task resumes in %.1fs: Airflow's worker may not have seen the task's "
-                "deferring process exit yet (it looks every [workers] min_heartbeat_interval)",
-                wait,
-            )
-            await asyncio.sleep(wait)
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())
@@ -190,3 +194,39 @@ class JobSetTrigger(BaseTrigger):
 
     async def cleanup(self) -> None:
         """Release local resources only: a triggerer restart must never delete the JobSet."""
+
+
+class LookAgainTrigger(BaseTrigger):
+    """Fires ``{"kind": "look_again"}`` at ``moment``: the deferrable sensor's next look while
+    no JobSet it watches exists yet.
+
+    Airflow's ``TimeDeltaTrigger`` would do, but for two things: its event (a datetime) is
+    no verdict, and it holds nothing, so a ``poke_interval`` shorter than the task's
+    :class:`~airflow_provider_jobset._decisions.ResumeGuard` window would race Airflow's
+    worker as a run that ends that soon would.
+
+    Args:
+        moment: When to fire (epoch seconds).
+        resume_guard: As :class:`JobSetTrigger`'s.
+    """
+
+    def __init__(
+        self, *, moment: float, resume_guard: ResumeGuard | Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.moment = moment
+        self.resume_guard = _guard(resume_guard)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Class path and the keyword arguments that rebuild this trigger."""
+        guard = self.resume_guard
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"moment": self.moment, "resume_guard": guard and dataclasses.asdict(guard)},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Sleep until the moment, then fire (held by the guard)."""
+        await asyncio.sleep(max(self.moment - time.time(), 0.0))
+        await _held(self.resume_guard, self.log)
+        yield TriggerEvent({"kind": LOOK_AGAIN})  # type: ignore[no-untyped-call]

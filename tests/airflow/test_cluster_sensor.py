@@ -86,6 +86,37 @@ def test_deferrable_sensor(cluster_namespace: str, kube_conn: str, devcluster: A
     assert sensor.execute_complete({}, event.payload) is None
 
 
+def test_deferrable_sensor_started_before_its_jobset_exists(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    """Nothing to wait for yet: the sensor defers to look again after ``poke_interval``, and
+    the look-again resumes it to look (not to read a verdict), then to wait in the trigger."""
+    from airflow_provider_jobset.triggers import JobSetTrigger, LookAgainTrigger
+    from tests.airflow._airflow_compat import TaskDeferred
+
+    sensor = JobSetSensor(
+        task_id="s",
+        name="later",
+        namespace=cluster_namespace,
+        deferrable=True,
+        poke_interval=1,
+        timeout=120,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    look_again = deferred.value.trigger
+    assert isinstance(look_again, LookAgainTrigger)
+    devcluster.create_jobset(cluster_namespace, body("later", {"devcluster/run-seconds": "6"}))
+    event = asyncio.run(anext(look_again.run()))
+    assert event.payload == {"kind": "look_again"}
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute_complete({}, event.payload)
+    assert isinstance(deferred.value.trigger, JobSetTrigger)
+    event = asyncio.run(anext(deferred.value.trigger.run()))
+    assert event.payload["kind"] == "completed"
+    assert sensor.execute_complete({}, event.payload) is None
+
+
 def _native_run(devcluster: Any, namespace: str, name: str, seconds: str) -> None:
     """Submit a native run (anchor + first pass) the way an operator would, then leave it:
     the sensor's wait drives it on."""

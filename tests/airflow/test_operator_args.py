@@ -249,6 +249,31 @@ def test_trigger_serialization_round_trip() -> None:
     assert JobSetTrigger(**kwargs).resume_guard is None
 
 
+def test_look_again_trigger_round_trips_and_fires_a_look_again_held_by_its_guard() -> None:
+    """Fired in another process than the one that deferred, inside the guard's window, the
+    event is held and the trigger's log says so; the event sends the sensor to look again."""
+    import asyncio
+    import time
+
+    from airflow.serialization.serialized_objects import BaseSerialization
+
+    from airflow_provider_jobset.triggers import LookAgainTrigger
+
+    guard = ResumeGuard(time.time(), 0.2, "another-host:1")
+    trigger = LookAgainTrigger(moment=time.time(), resume_guard=guard)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_jobset.triggers.LookAgainTrigger"
+    encoded = BaseSerialization.serialize(kwargs)
+    rebuilt = LookAgainTrigger(**BaseSerialization.deserialize(encoded))
+    assert (rebuilt.moment, rebuilt.resume_guard) == (trigger.moment, guard)
+    said: list[str] = []
+    rebuilt.log.info = lambda message, *args, **_: said.append(message % args)  # type: ignore[method-assign]
+    event = asyncio.run(anext(rebuilt.run()))
+    assert event.payload == {"kind": "look_again"}
+    assert any(line.startswith("the task resumes in 0.") for line in said), said
+    assert LookAgainTrigger(**{**kwargs, "resume_guard": None}).resume_guard is None
+
+
 def test_the_operator_hands_its_request_to_the_trigger() -> None:
     op = JobSetOperator(
         task_id="t",

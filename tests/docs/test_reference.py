@@ -18,6 +18,7 @@ DOCUMENTED = [
     ("airflow_provider_jobset/operators.py", "JobSetOperator"),
     ("airflow_provider_jobset/sensors.py", "JobSetSensor"),
     ("airflow_provider_jobset/triggers.py", "JobSetTrigger"),
+    ("airflow_provider_jobset/triggers.py", "LookAgainTrigger"),
     ("airflow_provider_jobset/hooks.py", "JobSetHook"),
     ("kfp_components/components.py", "launch_jobset"),
     ("kfp_components/components.py", "cleanup_jobsets"),
