@@ -65,7 +65,13 @@ async def _held(guard: ResumeGuard | None, log: Any) -> None:
 
 
 def _guard(given: ResumeGuard | Mapping[str, Any] | None) -> ResumeGuard | None:
+    """A guard from a trigger's arguments (itself, or its :func:`_guard_kwargs`)."""
     return given if given is None or isinstance(given, ResumeGuard) else ResumeGuard(**given)
+
+
+def _guard_kwargs(guard: ResumeGuard | None) -> dict[str, Any] | None:
+    """A guard as a trigger's serialized argument."""
+    return None if guard is None else dataclasses.asdict(guard)
 
 
 def _deleted(deletion: asyncio.Future[None]) -> None:
@@ -132,9 +138,7 @@ class JobSetTrigger(BaseTrigger):
                 "config_file": self.config_file,
                 "cluster_context": self.cluster_context,
                 "in_cluster": self.in_cluster,
-                "resume_guard": (
-                    None if self.resume_guard is None else dataclasses.asdict(self.resume_guard)
-                ),
+                "resume_guard": _guard_kwargs(self.resume_guard),
             },
         )
 
@@ -219,10 +223,9 @@ class LookAgainTrigger(BaseTrigger):
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Class path and the keyword arguments that rebuild this trigger."""
-        guard = self.resume_guard
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
-            {"moment": self.moment, "resume_guard": guard and dataclasses.asdict(guard)},
+            {"moment": self.moment, "resume_guard": _guard_kwargs(self.resume_guard)},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:

@@ -259,7 +259,7 @@ def test_look_again_trigger_round_trips_and_fires_a_look_again_held_by_its_guard
 
     from airflow_provider_jobset.triggers import LookAgainTrigger
 
-    guard = ResumeGuard(time.time(), 0.2, "another-host:1")
+    guard = ResumeGuard(time.time(), 0.5, "another-host:1")
     trigger = LookAgainTrigger(moment=time.time(), resume_guard=guard)
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_jobset.triggers.LookAgainTrigger"
@@ -271,6 +271,10 @@ def test_look_again_trigger_round_trips_and_fires_a_look_again_held_by_its_guard
     event = asyncio.run(anext(rebuilt.run()))
     assert event.payload == {"kind": "look_again"}
     assert any(line.startswith("the task resumes in 0.") for line in said), said
+    # The soak counts the hold as our lateness from these words.
+    from soak.lateness import _held as soak_reads_held
+
+    assert soak_reads_held([(0.0, line) for line in said]) > 0
     assert LookAgainTrigger(**{**kwargs, "resume_guard": None}).resume_guard is None
 
 
