@@ -279,6 +279,11 @@ class Observer:
                 # Its first list is over (or it never lists), and no hold kept this run's
                 # older objects: they were dropped or never seen; list them once.
                 seeds.append((informer, kind))
+            elif informer.problem is not None:
+                # It stopped for good before this run came (a 403 or 404 for an optional
+                # kind): the run has all of that kind there is to have, as the runs there
+                # when it stopped do.
+                self.stores.mark_synced(kind, [target.key])
             informer.holders += 1
             informers.append(informer)
         if seeds:

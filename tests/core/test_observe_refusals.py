@@ -100,3 +100,35 @@ async def test_a_refusal_is_asked_again_once_remembered_long_enough(
         finally:
             await observer.aclose()
     assert counting.lists["workloads"] == RUNS, counting.lists
+
+
+async def test_a_run_that_joins_a_refused_informer_is_whole(
+    devcluster: Any, cluster_namespace: str, tmp_path: Any
+) -> None:
+    """A run that comes while another holds an informer refused for good (a triggerer's
+    triggers starting together: the first one's Workload list was refused while the rest were
+    still joining) has that kind as the first run has it: nothing, and known. It never stayed
+    incomplete: the JobSet's deletion would never have become a verdict, and a judge that
+    waits for the whole run would never have judged it."""
+    from tests.cluster.identities import least_privilege
+
+    ns = cluster_namespace
+    roles = ["jobset-airflow-triggerer-controller"]
+    who = least_privilege(devcluster, ns, tmp_path, "no-workloads", roles, ttl=600)
+    for i in range(2):
+        devcluster.create_jobset(ns, jobset(f"run-{i}", replicated_job("w"), suspend=True))
+    client = Client(ClientSettings(kubeconfig_path=str(who.kubeconfig)))
+    async with client:
+        observer = Observer(client, scope="namespace")  # one informer per kind, shared
+        try:
+            first = Target("controller", ns, "run-0")
+            async with observer.track(first) as one:
+                assert await one.until(lambda seen: seen.synced or None, 60)
+                assert isinstance(observer.informer_problem(Kind.WORKLOAD, first), Forbidden)
+                second = Target("controller", ns, "run-1")
+                async with observer.track(second) as other:
+                    whole = await other.until(lambda seen: seen.synced or None, 30)
+                    assert whole, other.observation()
+                    assert other.observation().jobset is not None
+        finally:
+            await observer.aclose()
