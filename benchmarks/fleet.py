@@ -14,11 +14,13 @@ Kinds, each built with the arguments its operator defers with (their defaults ot
 Each task is ``{"ns", "name", "uid", "job", "pod"}`` (the JobSet, its child Job and pod: the
 anchors wait for the Job or the pod of the same run), and ``queue`` for a JobSet queued in a
 Kueue LocalQueue (the operator's ``queue``). The fleet reports ``ready`` once every trigger
-runs (ours: once the shared observer tracks every run and every informer that can watch has a
-watch open), ``fired`` for each trigger that fires, ``said`` for each line a trigger logs
-(when the spec asks for ``said``: its text and when it was logged), and answers ``sample``
-with its loop lag and counters. ``watch_window`` shortens the shared observer's watch window
-(the one knob ``Observer`` takes; see ``docs/benchmarks.md``).
+runs (ours: once the shared observer tracks every run, every informer that can watch has a
+watch open and every trigger has judged its run once, which its first log line says; the
+anchors: once every trigger has sent its first request), ``fired`` for each trigger that
+fires, ``said`` for each line a trigger logs (when the spec asks for ``said``: its text and
+when it was logged), and answers ``sample`` with its loop lag and counters. ``watch_window``
+shortens the shared observer's watch window (the one knob ``Observer`` takes; see
+``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 __all__ = ["Said", "build", "stopped"]
 
 SENSOR_TIMEOUT = 7 * 24 * 3600.0  # BaseSensorOperator's default timeout
+#: How often the fleet looks whether every trigger runs (seconds): the start-up figures'
+#: resolution, the same for every kind.
+READY_POLL = 0.1
 
 
 def _handle(task: dict[str, Any]) -> Any:
@@ -203,13 +208,19 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
             channel.emit("bye", errors=[], observer={}, **counters.snapshot())
             return
 
+    looked: set[str] = set()  # ours: the tasks whose trigger has judged its run once
+
     async def one(task: dict[str, Any]) -> None:
         trigger = build(kind, task)
-        if spec.get("said"):
-            key = f"{task['ns']}/{task['name']}"
-            trigger._log = Said(
-                trigger.log, lambda text: channel.emit("said", key=key, at=time.time(), line=text)
-            )
+        key = f"{task['ns']}/{task['name']}"
+        if kind in ("ours", "sensor"):
+
+            def heard(text: str) -> None:
+                looked.add(key)  # a trigger's first line is its first judgement's
+                if spec.get("said"):
+                    channel.emit("said", key=key, at=time.time(), line=text)
+
+            trigger._log = Said(trigger.log, heard)
         event = await anext(trigger.run())
         at = time.time()
         channel.emit(
@@ -221,7 +232,7 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
     ready_deadline = time.monotonic() + spec.get("ready_timeout", 300)
     timed_out = True
     while time.monotonic() < ready_deadline:
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(READY_POLL)
         found = stats()
         if kind in ("ours", "sensor"):
             kept = (found.get("kept") or {}).get("runs", 0)
@@ -230,7 +241,12 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
             stopped_ = sum((found.get("stopped") or {}).values())
             informers = sum((found.get("informers") or {}).values()) - stopped_
             open_ = (found.get("client") or {}).get("watches_open", 0)
-            if kept >= len(tasks) and informers > 0 and open_ >= informers:
+            if (
+                kept >= len(tasks)
+                and informers > 0
+                and open_ >= informers
+                and len(looked) >= len(tasks)
+            ):
                 timed_out = False
                 break
         elif sum(counters.requests.values()) >= len(tasks):

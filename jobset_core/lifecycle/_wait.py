@@ -174,6 +174,16 @@ class _Watch:
             if problem is not None:
                 raise problem
             observation = tracked.observation()
+            if not observation.synced and self._refused is None:
+                # Part of the run is listed (its JobSet, say) and the rest is coming: nothing
+                # is driven or judged from a part. A triggerer's thousand waits starting
+                # together would each look once per kind listed, for nothing.
+                now = time.time()
+                ends = judge.limit(now).ends_at
+                if ends is not None and now >= ends:
+                    return judge.timeout(time.monotonic() - started, now)
+                await tracked.changed(None if ends is None else ends - now)
+                continue
             if observation.synced:
                 judge.prime(observation)
             judge.witness(observation)  # what the drive acts on, even if it deletes it

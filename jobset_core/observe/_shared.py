@@ -38,6 +38,9 @@ class _Lease:
 @dataclass
 class _Registry:
     leases: dict[tuple[str, Scope], _Lease] = field(default_factory=dict)
+    #: The client's import while it runs in a worker thread: every lease of the loop that
+    #: comes meanwhile waits for this one (a triggerer starts a thousand at once).
+    importing: asyncio.Future[ModuleType] | None = None
 
 
 _REGISTRIES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Registry] = (
@@ -96,16 +99,28 @@ def _import_client() -> ModuleType:
             gc.enable()
 
 
+async def _client_module(registry: _Registry) -> ModuleType:
+    """The client module, imported once in a worker thread for every lease waiting on it."""
+    module = _imported.get(_CLIENT)
+    if module is not None:
+        return module
+    pending = registry.importing
+    if pending is None:
+        pending = registry.importing = asyncio.ensure_future(asyncio.to_thread(_import_client))
+        pending.add_done_callback(lambda _: setattr(registry, "importing", None))
+    module = await asyncio.shield(pending)  # a lease cancelled meanwhile leaves it to the rest
+    _imported[_CLIENT] = module
+    return module
+
+
 @asynccontextmanager
 async def shared_observer(
     settings: ClientSettings, *, scope: Scope = "auto"
 ) -> AsyncIterator[Observer]:
     """The observer of the cluster ``settings`` name on this event loop (created on the
     first lease, closed with its client on the last)."""
-    module = _imported.get(_CLIENT)
-    if module is None:
-        module = _imported[_CLIENT] = await asyncio.to_thread(_import_client)
     registry = _registry()
+    module = await _client_module(registry)
     key = (settings_key(settings), scope)
     lease = registry.leases.get(key)
     if lease is None:
