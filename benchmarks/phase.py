@@ -1,9 +1,10 @@
 """A phase of waiting fleets, as the scale and queue families measure them.
 
 Subject processes (:mod:`benchmarks.fleet`), each a triggerer's event loop holding one trigger
-per waiting task, start together and settle; for ``window`` seconds they just wait, and what
-that costs each of them is measured: API requests (audit log, or the subject's own count
-without one), watches open, TCP connections, RSS and CPU (from ``/proc``, outside the
+per waiting task, start one after the other (each once the one before runs and has settled:
+a start-up figure is the fleet's own); for ``window`` seconds they all just wait,
+and what that costs each of them is measured: API requests (audit log, or the subject's own
+count without one), watches open, TCP connections, RSS and CPU (from ``/proc``, outside the
 process) and event-loop lag (a ticker in the loop). What a family does after the window (end
 a burst of runs, free a queue's quota) and times is its own.
 """
@@ -70,6 +71,8 @@ class Fleets:
         t2: Its end.
         baseline: Each process's sample before its triggers started.
         ready: Each subject's ``ready`` message.
+        started: Each subject's start: when it was told to go, when it had settled (its
+            triggers all running, then the settling time alone), and its own sample then.
         first: Each subject's own sample at ``t1``.
         second: ... and at ``t2``.
         opening: Each process looked at from outside at ``t1``.
@@ -85,6 +88,7 @@ class Fleets:
     t2: float = 0.0
     baseline: dict[str, Sample | None] = field(default_factory=dict)
     ready: dict[str, dict[str, Any]] = field(default_factory=dict)
+    started: dict[str, tuple[float, float, dict[str, Any]]] = field(default_factory=dict)
     first: dict[str, dict[str, Any]] = field(default_factory=dict)
     second: dict[str, dict[str, Any]] = field(default_factory=dict)
     opening: dict[str, Sample | None] = field(default_factory=dict)
@@ -102,8 +106,9 @@ def start(
     tasks: Sequence[Mapping[str, Any]],
     **spec: Any,
 ) -> Fleets:
-    """Start the subjects together (each holding every task), wait until every trigger runs,
-    let them settle, then wait through the steady window (see the module docs).
+    """Start the subjects one after the other (each holding every task), each once every
+    trigger of the one before runs and it has settled, then wait through the steady window
+    (see the module docs).
 
     Args:
         ctx: The run.
@@ -131,10 +136,17 @@ def start(
     for name, proc in procs.items():
         proc.wait_for("baseline", 300)
         fleets.baseline[name] = ctx.sampler.look(proc)
-        proc.send(cmd="go")
     ctx.sampler.add(procs.values())
-    fleets.ready = {name: proc.wait_for("ready", 900)[0] for name, proc in procs.items()}
-    time.sleep(min(10.0, profile.window / 4))
+    settle = min(10.0, profile.window / 4)
+    for name, proc in procs.items():
+        # One fleet starts at a time, each once the one before has settled: its start-up
+        # figures (time, requests) are then its own, not a count of the fleets sharing the
+        # CPUs with it (a phase of ours has three, the anchors' has two).
+        went = time.time()
+        proc.send(cmd="go")
+        fleets.ready[name] = proc.wait_for("ready", 900)[0]
+        time.sleep(settle)
+        fleets.started[name] = (went, time.time(), proc.ask("sample", "sample"))
     fleets.first = {name: proc.ask("sample", "sample") for name, proc in procs.items()}
     fleets.t1 = time.time()
     # The window's ends, looked at on the spot: the sampler's once-a-second samples may leave
@@ -176,7 +188,8 @@ def cost(
     m.informers = dict((fleets.second[name].get("observer") or {}).get("informers") or {})
     windows = production_windows() if kind in ("ours", "sensor") else None
     if ctx.audited:
-        start_counts = A.requests_of(entries, user, fleets.t_start, t1)
+        went, settled, _ = fleets.started[name]
+        start_counts = A.requests_of(entries, user, went, settled)
         steady = A.requests_of(entries, user, t1, t2)
         streams = A.open_watches(entries, user, (t1 + t2) / 2)
         per_ns = watches_per_ns(entries, user, (t1 + t2) / 2)
@@ -188,7 +201,7 @@ def cost(
         steady = client_counts(fleets.first[name], fleets.second[name])
         streams = Counter({f"{k}s": v for k, v in m.informers.items()})
         m.watches = dict(streams)
-        m.start_requests = float(fleets.first[name].get("requests_total", 0)) / tasks
+        m.start_requests = float(fleets.started[name][2].get("requests_total", 0)) / tasks
     m.hourly = hourly(steady, t2 - t1, streams, windows)
     inside = ctx.sampler.between(f"{fleets.label}-{name}", t1, t2)
     samples = [s for s in (fleets.opening[name], *inside, fleets.closing[name]) if s is not None]

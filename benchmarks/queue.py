@@ -14,11 +14,12 @@ request above the ClusterQueue's maximum would be, by the core, at once). Beside
 many namespaces of their own, as many JobSets without a queue, each with one pod running
 until told: the scale family's waiting tasks.
 
-Two phases, each a set of subject processes started together, every one a triggerer's event
-loop holding a ``JobSetTrigger`` per task (as ``JobSetOperator(deferrable=True)`` defers,
-with ``queue`` for the queued ones), for an identity that may list across namespaces and read
-Workloads (cluster-wide informers: one Workload informer) and for one bound in each namespace
-only (per-namespace informers: one Workload informer per namespace):
+Two phases, each a set of subject processes started one after the other, every one a
+triggerer's event loop holding a ``JobSetTrigger`` per task (as
+``JobSetOperator(deferrable=True)`` defers, with ``queue`` for the queued ones), for an
+identity that may list across namespaces and read Workloads (cluster-wide informers: one
+Workload informer) and for one bound in each namespace only (per-namespace informers: one
+Workload informer per namespace):
 
 ``queued``   over the queued tasks;
 ``waiting``  the same subjects over the waiting tasks: the anchor (queued / waiting is what

@@ -1,8 +1,8 @@
 """Scale in one triggerer: 1,000 waiting deferred tasks over 1, 10 and 100 namespaces.
 
 For each layout, 1,000 + ``burst`` JobSets wait (one pod each, running until told). Two
-phases follow, each a set of subject processes started together, every one a triggerer's
-event loop holding a trigger per task:
+phases follow, each a set of subject processes started one after the other, every one a
+triggerer's event loop holding a trigger per task:
 
 ``ours``     ``JobSetTrigger`` for an identity that may list across namespaces (the shared
              observer's informers are cluster-wide), the same for an identity bound in each
