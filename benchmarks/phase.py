@@ -66,7 +66,6 @@ class Fleets:
         subjects: (subject, fleet kind) pairs.
         tasks: How many tasks each subject holds.
         procs: The processes, by subject.
-        t_start: When they were started (epoch seconds).
         t1: The steady window's start.
         t2: Its end.
         baseline: Each process's sample before its triggers started.
@@ -83,7 +82,6 @@ class Fleets:
     subjects: tuple[tuple[str, str], ...]
     tasks: int
     procs: dict[str, Subject]
-    t_start: float
     t1: float = 0.0
     t2: float = 0.0
     baseline: dict[str, Sample | None] = field(default_factory=dict)
@@ -120,7 +118,6 @@ def start(
     """
     profile = ctx.profile
     ctx.mark_audit()
-    t_start = time.time()
     procs: dict[str, Subject] = {}
     for name, kind in subjects:
         identity = ctx.identities[name]
@@ -132,7 +129,7 @@ def start(
             **spec,
         }
         procs[name] = ctx.subject(f"{label}-{name}", "benchmarks.fleet", body, identity)
-    fleets = Fleets(label, subjects, len(tasks), procs, t_start)
+    fleets = Fleets(label, subjects, len(tasks), procs)
     for name, proc in procs.items():
         proc.wait_for("baseline", 300)
         fleets.baseline[name] = ctx.sampler.look(proc)

@@ -178,11 +178,9 @@ class _Watch:
                 # Part of the run is listed (its JobSet, say) and the rest is coming: nothing
                 # is driven or judged from a part. A triggerer's thousand waits starting
                 # together would each look once per kind listed, for nothing.
-                now = time.time()
-                ends = judge.limit(now).ends_at
-                if ends is not None and now >= ends:
-                    return judge.timeout(time.monotonic() - started, now)
-                await tracked.changed(None if ends is None else ends - now)
+                timed_out = await self._next_change(started, time.time(), None)
+                if timed_out is not None:
+                    return timed_out
                 continue
             if observation.synced:
                 judge.prime(observation)
@@ -208,15 +206,25 @@ class _Watch:
                 return await self._settle(step, moved)
             if moved.acted:
                 continue  # what the pass wrote is observed already: plan the next one
-            ends = judge.limit(now).ends_at
-            remaining = None if ends is None else ends - now
-            if remaining is not None and remaining <= 0:
-                return judge.timeout(time.monotonic() - started, now)
-            pause = _until_next(remaining, step.recheck_at, now)
+            recheck_at = step.recheck_at
             # What this look made is not kept through the wait (a triggerer holds a
             # thousand of these waits): the next look starts from the observer's snapshot.
             del observation, seen, step, moved
-            await tracked.changed(pause)
+            timed_out = await self._next_change(started, now, recheck_at)
+            if timed_out is not None:
+                return timed_out
+
+    async def _next_change(
+        self, started: float, now: float, recheck_at: float | None
+    ) -> Verdict | None:
+        """Wait for the run to change, at most until the deadline or ``recheck_at``; the
+        timeout's verdict when the deadline has passed already."""
+        ends = self.judge.limit(now).ends_at
+        remaining = None if ends is None else ends - now
+        if remaining is not None and remaining <= 0:
+            return self.judge.timeout(time.monotonic() - started, now)
+        await self.tracked.changed(_until_next(remaining, recheck_at, now))
+        return None
 
     async def _kueue_events(self, observation: Observation) -> Observation:
         """The observation with Kueue's Events on the JobSet, when this identity may not read
