@@ -162,9 +162,12 @@ class JobSetTrigger(BaseTrigger):
             verdict = await lifecycle.wait(
                 request, self.handle, report=report, restarts=self.restarts
             )
-        self.log.info("%s: %s", self._what(), verdict.message)
-        await _held(self.resume_guard, self.log)
-        yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
+            self.log.info("%s: %s", self._what(), verdict.message)
+            await _held(self.resume_guard, self.log)
+            # Fired from inside the session: the triggerer asks for the next event at once,
+            # and the session closes then, once the writes that outlive the verdict are done
+            # (a native run's settled status); a cancellation leaves them going.
+            yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())

@@ -244,7 +244,8 @@ async def _one_deferred(
             task_id=task_id, name=name, namespace=namespace, backend=backend, deferrable=True
         )
         trigger = await _deferred(spec, lambda: sensor.execute({}))
-    event = await anext(trigger.run())
+    events = trigger.run()
+    event = await anext(events)
     channel.emit(
         "fired",
         way=way,
@@ -254,6 +255,8 @@ async def _one_deferred(
         status=status_of(event.payload),
         **_decisive(backend, namespace, name),
     )
+    async for _ in events:  # as the triggerer does: on to the trigger's end
+        pass
 
 
 async def _one_anchor(spec: dict[str, Any], channel: Channel, way: str, r: int, at: float) -> None:

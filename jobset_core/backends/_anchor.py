@@ -45,6 +45,7 @@ __all__ = [
     "parse_anchor",
     "status_patch",
     "suspend_patch",
+    "with_patch",
 ]
 
 ANCHOR_LABEL = labels.ANCHOR_LABEL
@@ -261,6 +262,14 @@ def status_patch(
     if events is not None:
         data[EVENTS_KEY] = _dumps(list(events)[-EVENTS_KEPT:])
     return {"metadata": {"resourceVersion": resource_version}, "data": data}
+
+
+def with_patch(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """The anchor ``obj`` as it reads once the merge patch ``patch`` (of :func:`status_patch`)
+    is written: its data keys replaced, its ``resourceVersion`` still ``obj``'s (the write's
+    own answer or watch event, a later version, replaces it)."""
+    data = {**(obj.get("data") or {}), **(patch.get("data") or {})}
+    return {**obj, "data": data}
 
 
 def suspend_patch(anchor: Anchor, suspend: bool) -> dict[str, Any]:

@@ -170,6 +170,11 @@ class BackendProtocol(Protocol):
         controller)."""
         ...
 
+    async def flush(self) -> None:
+        """Wait for the writes a drive left going after its verdict (native: a settled
+        status on its way to the anchor)."""
+        ...
+
     async def set_suspend(self, handle: Handle, suspend: bool) -> None:
         """Suspend (``True``) or resume the run."""
         ...

@@ -20,10 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobset_core.backends._anchor import ANCHOR_KIND, Anchor, owner_reference, status_patch
+from jobset_core.models import JobSet
 from jobset_core.policy import ChildJob, FailureDecision, JobDeletion, ReconcilePlan, next_step
+from jobset_core.policy.child_jobs import bucket_child_jobs
 from jobset_core.render import Placement, headless_service, render
 
-__all__ = ["NativePass", "child_views", "controller_owner_uid", "foreign_job", "plan_pass"]
+__all__ = [
+    "NativePass",
+    "child_views",
+    "controller_owner_uid",
+    "foreign_job",
+    "plan_pass",
+    "settled",
+]
 
 
 def controller_owner_uid(obj: Mapping[str, Any]) -> str | None:
@@ -77,6 +86,8 @@ class NativePass:
         status_patch: The compare-and-swap merge patch of the anchor's status, if it changed.
         delete_anchor: ``ttlSecondsAfterFinished`` expired: delete the anchor (Foreground).
         ttl_remaining: Seconds until the TTL expires (finished, TTL set, not expired yet).
+        settled: The status patch ends the run as every waiter's pass ends it, whatever it
+            saw first (:func:`settled`): the verdict need not wait for the write.
     """
 
     plan: ReconcilePlan
@@ -88,6 +99,7 @@ class NativePass:
     status_patch: dict[str, Any] | None = None
     delete_anchor: bool = False
     ttl_remaining: float | None = None
+    settled: bool = False
 
     @property
     def restart(self) -> FailureDecision | None:
@@ -125,6 +137,37 @@ def _created_jobs(
     return tuple(job for job in rendered.jobs if job["metadata"]["name"] in wanted)
 
 
+def settled(jobset: JobSet, plan: ReconcilePlan, views: Iterable[ChildJob]) -> bool:
+    """Whether the plan ends the run with the status any waiter's pass would write, in any
+    order it saw the Jobs: the run completes, and every Job of the current attempt has, one
+    per index of every replicated job, none failed or running, none of a later attempt than
+    the anchor records.
+
+    ``Complete`` is a Job's last condition, so a waiter that saw fewer of them saw no failure
+    of this attempt either (there is none): no waiter restarts or fails it, and one that
+    decided earlier (a success policy met by some of them) decided ``Completed`` too. A run
+    that completes with Jobs still running, or after a failure, is order-dependent (a waiter
+    that saw the failure first may have restarted it): its status is written before the
+    verdict, with the anchor's ``resourceVersion`` as the judge of who was first.
+    """
+    if plan.stage != "Completed" or plan.status.terminal_state != "Completed":
+        return False
+    restarts = (jobset.status.restarts if jobset.status is not None else None) or 0
+    buckets = bucket_child_jobs(views, restarts)
+    if buckets.active or buckets.failed or buckets.invalid:
+        return False
+    wanted = {
+        (replicated.name, index)
+        for replicated in jobset.spec.replicated_jobs or ()
+        for index in range(replicated.replicas if replicated.replicas is not None else 1)
+    }
+    done = buckets.successful
+    if any(job.restart_attempt != restarts or job.deleting for job in done):
+        return False  # a later attempt's Jobs, or this attempt's going: the anchor is behind
+    indexes = [(job.replicated_job, job.job_index) for job in done]
+    return len(indexes) == len(wanted) and set(indexes) == wanted
+
+
 def plan_pass(
     anchor: Anchor,
     jobs: Iterable[Mapping[str, Any]],
@@ -147,9 +190,10 @@ def plan_pass(
     Returns:
         The pass to send.
     """
+    views = child_views(anchor, jobs)
     plan = next_step(
         anchor.jobset,
-        child_views(anchor, jobs),
+        views,
         now,
         controller_name=anchor.jobset.spec.managed_by or "",
     )
@@ -178,4 +222,5 @@ def plan_pass(
         status_patch=patch,
         delete_anchor=ttl is not None and ttl.delete_jobset,
         ttl_remaining=None if ttl is None else ttl.requeue_after_seconds,
+        settled=patch is not None and settled(anchor.jobset, plan, views),
     )

@@ -184,6 +184,9 @@ class RunObjectBackend:
         if problem is not None:
             raise problem
 
+    async def flush(self) -> None:
+        """Nothing goes on after a drive (the native backend's settled writes do)."""
+
     async def cancel(self, handle: Handle) -> None:
         """One DELETE of the run object (Foreground, UID precondition): everything of the run
         follows by garbage collection. Already gone is fine."""

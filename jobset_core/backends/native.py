@@ -10,6 +10,12 @@ and writes a status of the JobSet status shape back to the anchor (compare-and-s
 ``resourceVersion``). Any process can read that status, and a new process resumes where the
 last one stopped. Deleting the anchor removes the run through garbage collection.
 
+A status that completes the run as every waiter would complete it (every Job of the attempt
+complete: :func:`._native_exec.settled`) needs no race judged: the pass hands the anchor as it
+will read to the observer at once, so the verdict comes without waiting for the write, and
+the write goes on after it (:meth:`NativeBackend.flush` waits for it; a session does before
+it closes).
+
 Passes plan from what the observer holds, not from a fresh list: what a pass writes (created
 Jobs, the new anchor) is handed back to the observer at once, a create that finds its Job
 already there is fine (Jobs are named deterministically), a deletion carries the Job's UID and
@@ -22,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as _dt
+import logging
+import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +40,7 @@ from jobset_core.backends._anchor import (
     not_an_anchor,
     parse_anchor,
     suspend_patch,
+    with_patch,
 )
 from jobset_core.backends._base import Handle, Pass, Remember, Submission
 from jobset_core.backends._native_exec import NativePass, foreign_job, plan_pass
@@ -43,10 +52,13 @@ from jobset_core.errors import (
     JobSetError,
     NotFound,
     Problem,
+    ServerError,
     SpecError,
+    TooManyRequests,
+    Unreachable,
 )
 from jobset_core.models import JobSet, JobSetStatus
-from jobset_core.observe import Kind, Observation, Target
+from jobset_core.observe import Kind, Observation, Target, backoff
 from jobset_core.outcome import Backend
 from jobset_core.policy import outcome as rules
 from jobset_core.render import Placement, Probe, check_job_count, child_probes
@@ -57,9 +69,17 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_CONCURRENT_CREATES", "NativeBackend"]
 
+log = logging.getLogger(__name__)
+
 #: Upstream's ``maxParallelism``: Jobs created at the same time.
 MAX_CONCURRENT_CREATES = 50
 _CONFLICT_RETRIES = 10
+#: Tries of a settled status write when the API server is away (about 15 s of backoff).
+_WRITE_TRIES = 6
+_TRANSIENT = (Unreachable, ServerError, TooManyRequests)
+#: The settled status writes still going, of every backend: a caller cancelled after its
+#: verdict (a triggerer's trigger) leaves them running, not collected.
+_WRITING: set[asyncio.Task[None]] = set()
 
 
 def _now() -> _dt.datetime:
@@ -99,6 +119,7 @@ class NativeBackend(RunObjectBackend):
         self._placement: Placement = placement
         self._ttl_linger = ttl_linger
         self._services: set[str] = set()
+        self._writes: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ the run object
 
@@ -173,6 +194,9 @@ class NativeBackend(RunObjectBackend):
             await self._send(anchor, step, remember)
         except _CannotCreate as failed:
             return Pass(failure=(failed.reason, failed.message))
+        if step.status_patch is not None and step.settled:
+            self._write_settled(handle, found, step.status_patch, observation.jobs, remember)
+            return Pass(acted=True)  # the next pass plans from the status as written
         if step.status_patch is not None:
             try:
                 written = await self._client.patch(
@@ -192,6 +216,73 @@ class NativeBackend(RunObjectBackend):
             finished=step.plan.stage == "Finished",
             linger=self._linger(step),
         )
+
+    def _write_settled(
+        self,
+        handle: Handle,
+        found: Mapping[str, Any],
+        patch: Mapping[str, Any],
+        jobs: Any,
+        remember: Remember,
+    ) -> None:
+        """Hand the anchor as the settled status makes it to the observer, and write it."""
+        remember(Kind.ANCHOR, with_patch(found, patch))
+        task = asyncio.ensure_future(self._write(handle, patch, tuple(jobs), remember))
+        for held in (_WRITING, self._writes):
+            held.add(task)
+            task.add_done_callback(held.discard)
+
+    async def _write(
+        self,
+        handle: Handle,
+        patch: Mapping[str, Any],
+        jobs: tuple[Mapping[str, Any], ...],
+        remember: Remember,
+    ) -> None:
+        """Write a settled status: over a newer anchor (someone wrote first), plan again from
+        it and the same Jobs (all complete: the same end), until the anchor holds it."""
+        name, namespace, failures = handle.name, handle.namespace, 0
+        try:
+            for _ in range(_CONFLICT_RETRIES + _WRITE_TRIES):
+                try:
+                    written = await self._client.patch(CONFIG_MAP, name, patch, namespace=namespace)
+                except Conflict:
+                    fresh = await self._client.get(CONFIG_MAP, name, namespace=namespace)
+                    anchor = parse_anchor(fresh)
+                    if (handle.uid and anchor.uid != handle.uid) or anchor.deleting:
+                        return  # gone or going: nothing to record
+                    again = plan_pass(anchor, jobs, _now(), create=False)
+                    if again.status_patch is None or not again.settled:
+                        # it holds the end already, or an attempt after these Jobs' (not
+                        # this write's to record)
+                        remember(Kind.ANCHOR, fresh)
+                        return
+                    patch = again.status_patch
+                    continue
+                except _TRANSIENT:
+                    failures += 1
+                    if failures >= _WRITE_TRIES:
+                        raise
+                    await asyncio.sleep(backoff(failures, random.random()))
+                    continue
+                remember(Kind.ANCHOR, written)
+                return
+            raise Conflict(409, "Conflict", f"anchor {namespace}/{name} keeps changing")
+        except NotFound:
+            return  # deleted meanwhile (its delete policy, a user): nothing to record
+        except JobSetError as err:
+            log.warning(
+                "the end of JobSet %s/%s (native) is not recorded on its anchor yet: %s; "
+                "the next pass of any waiter records it",
+                namespace,
+                name,
+                err,
+            )
+
+    async def flush(self) -> None:
+        """Wait until the settled status writes this backend started are done."""
+        while self._writes:
+            await asyncio.shield(asyncio.gather(*self._writes))
 
     def _linger(self, step: NativePass) -> float | None:
         left = step.ttl_remaining

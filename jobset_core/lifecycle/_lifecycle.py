@@ -230,6 +230,11 @@ class Lifecycle:
         #: What stands on the cluster, beside one run's wait.
         self.runs = Runs(observer, self._backends)
 
+    async def flush(self) -> None:
+        """Wait for the writes that outlive a verdict (a native run's settled status on its
+        way to the anchor): a session does before it closes."""
+        await self._backends.flush()
+
     # ------------------------------------------------------------------ start
 
     async def check(self, request: RunRequest) -> ServerCheck:

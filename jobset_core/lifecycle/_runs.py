@@ -104,6 +104,11 @@ class Backends:
             found = self._made[kind] = make_backend(self.client, kind, **self._options)
         return found
 
+    async def flush(self) -> None:
+        """Wait for what the backends' drives left going after their verdicts."""
+        for backend in list(self._made.values()):
+            await backend.flush()
+
     async def chosen(self, choice: str) -> BackendProtocol:
         """The backend a choice stands for (``auto``: one discovery request)."""
         return self((await kinds_for(self.client, choice))[0])
@@ -163,6 +168,7 @@ class Runs:
             NotFound: there is none.
             IdentityMismatch: it does not match ``uid`` / ``identity``.
         """
+        await self.backend.flush()  # what this process decided reads as decided
         return await self.backend.located(
             name, namespace=namespace, choice=backend, uid=uid, identity=identity
         )
@@ -172,6 +178,7 @@ class Runs:
     ) -> list[Submission]:
         """Every run in ``namespace`` whose labels match (``auto``: JobSets where the API is
         served, and native runs), by name."""
+        await self.backend.flush()
         found: list[Submission] = []
         for kind in await kinds_for(self.client, backend):
             found.extend(
@@ -204,6 +211,7 @@ class Runs:
         self, handle: Handle, rules: WaitRules | None
     ) -> tuple[Standing, Verdict | None]:
         backend = self.backend(handle.backend)
+        await self.backend.flush()  # a settled end this process gave reads as its verdict
         observation = await self.observer.snapshot(backend.target(handle))
         if Kind.WORKLOAD in observation.forbidden and observation.jobset is not None:
             with contextlib.suppress(JobSetError):  # the JobSet alone still says a lot
@@ -277,6 +285,7 @@ class Runs:
         """
         backend = self.backend(handle.backend)
         if observation is None:
+            await self.backend.flush()
             observation = await self.observer.snapshot(backend.target(handle))
         jobset = head_jobset(handle, observation)
         head = observation.anchor if handle.backend == "native" else observation.jobset

@@ -36,7 +36,8 @@ async def session(
     feature_gates: Mapping[str, bool] | None = None,
     backend_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Lifecycle]:
-    """The lifecycle on the cluster ``settings`` name, for the duration of the block.
+    """The lifecycle on the cluster ``settings`` name, for the duration of the block; it
+    ends once the writes that outlive a verdict are done (:meth:`Lifecycle.flush`).
 
     Args:
         settings: Where to connect.
@@ -59,16 +60,24 @@ async def session(
     }
     if shared:
         async with shared_observer(settings) as observer:
-            yield Lifecycle(observer, **options)
+            lifecycle = Lifecycle(observer, **options)
+            try:
+                yield lifecycle
+            finally:
+                await lifecycle.flush()
         return
     from jobset_core.client import Client
 
     async with Client(settings) as client:
         observer = Observer(client, scope="run")
+        lifecycle = Lifecycle(observer, **options)
         try:
-            yield Lifecycle(observer, **options)
+            yield lifecycle
         finally:
-            await observer.aclose()
+            try:
+                await lifecycle.flush()
+            finally:
+                await observer.aclose()
 
 
 #: The environment variable that turns the server checks off for every way in (``0``).

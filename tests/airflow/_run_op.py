@@ -61,11 +61,21 @@ def _jobset(annotations: dict[str, str]) -> dict[str, Any]:
 USER_ACTION = "user action"
 
 
+async def first_event(trigger: Any) -> Any:
+    """The trigger's first event, as a triggerer runs it: on to the trigger's end after it
+    (a session closes there, once the writes that outlive the verdict are done)."""
+    events = trigger.run()
+    event = await anext(events)
+    async for _ in events:
+        raise AssertionError("a JobSet trigger fires one event")
+    return event
+
+
 async def _as_the_triggerer_runs(trigger: Any) -> Any:
     """The trigger's event, as a triggerer (Airflow 3.3+) runs it: cancelled for a user's
     action, ``on_kill()`` is awaited (bounded) and a cancellation of it swallowed."""
     try:
-        return await anext(trigger.run())
+        return await first_event(trigger)
     except asyncio.CancelledError as cancel:
         if cancel.args == (USER_ACTION,):
             with contextlib.suppress(asyncio.CancelledError):
@@ -130,7 +140,7 @@ def main(spec: dict[str, Any]) -> None:
             said = asyncio.run(_trigger_then_kill(deferred.trigger))
             emit({"killed": True, "said": said})
             return
-        event = asyncio.run(anext(deferred.trigger.run()))
+        event = asyncio.run(first_event(deferred.trigger))
         result = op.execute_complete(context, event.payload)
     except Exception as err:
         emit({"error": type(err).__name__, "message": str(err)})

@@ -15,6 +15,7 @@ import pytest
 from airflow_provider_jobset.triggers import JobSetTrigger
 from jobset_core.lifecycle import Deadline, Handle, RunRequest, Verdict
 from jobset_core.observe import shared_stats
+from tests.airflow._run_op import first_event
 
 pytestmark = [pytest.mark.cluster, pytest.mark.airflow]
 
@@ -51,7 +52,7 @@ def trigger_of(name: str, namespace: str, **request: Any) -> JobSetTrigger:
 
 
 async def fire(trigger: JobSetTrigger, timeout: float = 120) -> Verdict:
-    event = await asyncio.wait_for(anext(trigger.run()), timeout)
+    event = await asyncio.wait_for(first_event(trigger), timeout)
     return Verdict.model_validate(event.payload)
 
 

@@ -140,6 +140,11 @@ class RunFace:
     async def wait(self, handle: Handle, **kwargs: Any) -> Outcome:
         return outcome_of(await self.verdict(handle, **kwargs))
 
+    async def flush(self) -> None:
+        """The writes that outlive a verdict are done (a blocking call's session closed with
+        them done already)."""
+        await self.call(lambda lifecycle: lifecycle.flush())
+
     async def status(self, handle: Handle) -> Outcome:
         return (await self.call(lambda lifecycle: lifecycle.runs.status(handle)))[0]
 

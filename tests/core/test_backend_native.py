@@ -21,6 +21,7 @@ from jobset_core.backends._anchor import (
     anchor_events,
     build_anchor,
     parse_anchor,
+    with_patch,
 )
 from jobset_core.backends._native_exec import child_views, foreign_job, plan_pass
 from jobset_core.models import JobSet, JobSetStatus
@@ -545,3 +546,117 @@ def test_damaged_kept_events_are_none_and_the_run_goes_on(damaged: str) -> None:
     stored = anchor_body(rjob("a", 2), failurePolicy={"maxRestarts": 2})
     stored["data"][EVENTS_KEY] = damaged
     assert parse_anchor(stored).events == () and anchor_events(stored) == []
+
+
+# --------------------------------------------------------------------------- settled ends
+
+
+ALL_OF_B = {"successPolicy": {"operator": "All", "targetReplicatedJobs": ["b"]}}
+
+
+@pytest.mark.parametrize(
+    ("rjobs", "spec", "status", "jobs", "is_settled"),
+    [
+        pytest.param(
+            [rjob("a", 2), rjob("b")],
+            {},
+            None,
+            [
+                api_job("a", 0, finished="Complete"),
+                api_job("a", 1, finished="Complete"),
+                api_job("b", 0, finished="Complete"),
+            ],
+            True,
+            id="every-job-complete",
+        ),
+        pytest.param(
+            [rjob("a", 2)],
+            {"failurePolicy": {"maxRestarts": 2}},
+            restarted(1),
+            [
+                api_job("a", 0, attempt=1, finished="Complete"),
+                api_job("a", 1, attempt=1, finished="Complete"),
+            ],
+            True,
+            id="every-job-of-the-attempt-complete",
+        ),
+        pytest.param(
+            [rjob("a"), rjob("b")],
+            ALL_OF_B,
+            None,
+            [api_job("a", 0, active=1), api_job("b", 0, finished="Complete")],
+            False,
+            id="completes-with-a-job-running",
+        ),
+        pytest.param(
+            [rjob("a"), rjob("b")],
+            ALL_OF_B,
+            None,
+            [api_job("a", 0, finished="Failed"), api_job("b", 0, finished="Complete")],
+            False,
+            id="a-failure-decides-first",
+        ),
+        pytest.param(
+            [rjob("a", 2)],
+            {},
+            None,
+            [api_job("a", 0, finished="Complete"), api_job("a", 1, active=1)],
+            False,
+            id="not-complete-yet",
+        ),
+        pytest.param(
+            [rjob("a", 2)],
+            {"failurePolicy": {"maxRestarts": 2}},
+            None,
+            [
+                api_job("a", 0, attempt=1, finished="Complete"),
+                api_job("a", 1, attempt=1, finished="Complete"),
+            ],
+            False,
+            id="a-later-attempt-than-the-anchor-knows",
+        ),
+        pytest.param(
+            [rjob("a", 2)],
+            {},
+            None,
+            [
+                api_job("a", 0, finished="Complete"),
+                api_job("a", 1, finished="Complete", deleting=True),
+            ],
+            False,
+            id="a-complete-job-going",
+        ),
+        pytest.param(
+            [rjob("a", 2)],
+            {},
+            finished_status("Completed"),
+            [api_job("a", 0, finished="Complete"), api_job("a", 1, finished="Complete")],
+            False,
+            id="recorded-already",
+        ),
+    ],
+)
+def test_an_end_is_settled_only_when_every_waiter_reaches_it(
+    rjobs: list[dict[str, Any]],
+    spec: dict[str, Any],
+    status: JobSetStatus | None,
+    jobs: list[dict[str, Any]],
+    is_settled: bool,
+) -> None:
+    """A completion every waiter's pass writes in whatever order it saw the Jobs: the
+    verdict need not wait for the write. Any other end is judged by the anchor's write."""
+    step = plan_pass(make_anchor(*rjobs, status=status, **spec), jobs, NOW)
+    assert step.settled is is_settled
+    if is_settled:
+        assert written_status(step)["terminalState"] == "Completed"
+
+
+def test_the_anchor_as_a_settled_write_makes_it() -> None:
+    jobs = [api_job("a", 0, finished="Complete")]
+    body = anchor_body(rjob("a"))
+    step = plan_pass(parse_anchor(body), jobs, NOW)
+    assert step.settled and step.status_patch is not None
+    after = parse_anchor(with_patch(body, step.status_patch))
+    assert after.status.terminal_state == "Completed"
+    assert after.resource_version == "7"  # the write's answer, a later version, replaces it
+    assert json.loads(body["data"][STATUS_KEY]) == {}  # the object read is left as it was

@@ -9,6 +9,7 @@ annotations (``tests/cluster/README.md``). The planner itself is tested in
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import signal
 import subprocess
 import sys
@@ -173,7 +174,9 @@ class TestOnCluster:
         assert seen and seen[-1].phase is Phase.COMPLETED
         assert_owned_by_anchor(devcluster, cluster_namespace, "ok", sub.handle.uid)
         assert attempts(devcluster, cluster_namespace, "ok") == {"0"}
-        # another "process" reads the same status from the anchor
+        # another "process" reads the same status from the anchor, once the waiter's record
+        # of its settled end is written (its session waits for that before it closes)
+        await native.flush()
         async with open_backend("blocking", devcluster.kubeconfig) as other:
             handle = await other.attach("ok", namespace=cluster_namespace, identity={"run": "r1"})
             assert handle == sub.handle
@@ -700,3 +703,104 @@ async def test_a_start_meeting_its_anchor_being_deleted_waits_then_creates_its_o
     )
     assert second.created and second.handle.uid != first.handle.uid
     await native.cancel(second.handle)
+
+
+def completed_jobs(anchor: Any, replicas: int) -> list[dict[str, Any]]:
+    """The run's Jobs as a waiter sees them once all of them completed (what settles its
+    end): owned by the anchor, of its current attempt."""
+    return [
+        {
+            "metadata": {
+                "name": f"{anchor.name}-w-{index}",
+                "namespace": anchor.namespace,
+                "uid": f"job-{index}",
+                "labels": {
+                    labels.JOBSET_NAME: anchor.name,
+                    labels.REPLICATED_JOB_NAME: "w",
+                    labels.JOB_INDEX: str(index),
+                    labels.RESTART_ATTEMPT: "0",
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": anchor.name,
+                        "uid": anchor.uid,
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"parallelism": 1, "completions": 1},
+            "status": {
+                "succeeded": 1,
+                "conditions": [
+                    {
+                        "type": "Complete",
+                        "status": "True",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            },
+        }
+        for index in range(replicas)
+    ]
+
+
+@pytest.mark.cluster
+async def test_a_settled_end_is_recorded_over_a_newer_anchor(
+    cluster_namespace: str, devcluster: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A settled end is written after its verdict, with the anchor's resourceVersion as its
+    precondition: when someone wrote the anchor meanwhile (the API server answers 409), the
+    write plans again from what they wrote and the same Jobs, and the anchor ends up holding
+    the end; a run deleted meanwhile is nothing to record."""
+    from jobset_core.backends._anchor import parse_anchor, status_patch
+    from jobset_core.backends._native_exec import plan_pass
+    from jobset_core.backends.native import NativeBackend
+    from jobset_core.lifecycle import prepare
+    from jobset_core.models import JobSetStatus
+    from jobset_core.observe import Kind
+    from jobset_core.resources import CONFIG_MAP
+
+    settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+    async with Client(settings) as client:
+        backend = NativeBackend(client)
+        ends = []
+        for name in ("raced", "deleted"):
+            request = RunRequest(
+                jobset=manifest(name, crjob("w", 2, never_finish="true")),
+                namespace=cluster_namespace,
+                backend="native",
+            )
+            prepared, marks = prepare(request)
+            submission = await backend.submit(prepared, marks=marks)
+            found = submission.obj
+            anchor = parse_anchor(found)
+            jobs = completed_jobs(anchor, 2)
+            step = plan_pass(anchor, jobs, dt.datetime.now(dt.UTC))
+            assert step.settled and step.status_patch is not None
+            # someone else writes first: a status that does not end the run
+            counts = status_patch(JobSetStatus(restarts=0), anchor.resource_version)
+            await client.patch(CONFIG_MAP, name, counts, namespace=cluster_namespace)
+            if name == "deleted":
+                await backend.cancel(submission.handle)
+            remembered: list[Any] = []
+            backend._write_settled(
+                submission.handle,
+                found,
+                step.status_patch,
+                jobs,
+                lambda kind, obj, kept=remembered: kept.append((kind, obj)),
+            )
+            # the observer holds the end at once, before the write
+            assert parse_anchor(remembered[0][1]).status.terminal_state == "Completed"
+            await backend.flush()
+            ends.append((submission, remembered))
+        (raced, remembered), _ = ends
+        now = await client.get(CONFIG_MAP, "raced", namespace=cluster_namespace)
+        assert parse_anchor(now).status.terminal_state == "Completed"
+        kind, last = remembered[-1]
+        assert kind is Kind.ANCHOR
+        assert last["metadata"]["resourceVersion"] == now["metadata"]["resourceVersion"]
+        await backend.cancel(raced.handle)
+    assert not [r for r in caplog.records if "not recorded" in r.getMessage()]
