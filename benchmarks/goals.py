@@ -162,16 +162,17 @@ GOALS: list[Goal] = [
         relative=True,
         to="floor",
         why_missed=(
-            "the measured moment is the child Job's status write; the native waiter then does "
-            "what the controller does before the controller backend's measured moment: it "
-            "writes the run's terminal status to the anchor (a merge patch with the anchor's "
-            "resourceVersion as its precondition) and gives the verdict once that write is "
-            "accepted, so that the verdict a task reports is the one the anchor records when "
-            "two waiters drive one run. Traced in a burst of 12 runs ending in the same "
-            "second: the Job's event reached the waiter 2-14 ms after its write, the status "
-            "write took 14-136 ms; alone, the whole verdict 8-10 ms after the raw watch. "
-            "Skipping the counts-only write a Job's SuccessCriteriaMet brings before its "
-            "Complete moved nothing (p95 worker 162 -> 176 ms, deferred 184 -> 186 ms: noise)"
+            "the measured moment is the child Job's status write. A run that completes with "
+            "every Job of its attempt complete is judged as soon as the waiter's pass decides "
+            "it (every waiter reaches that end, in whatever order it saw the Jobs), and its "
+            "status is written to the anchor after the verdict; the worker and both deferred "
+            "ways answer before that write (1.9-2.3x the floor when every verdict waited for "
+            "it). Where missed, the poking sensor: each poke is a session of its own (the "
+            "synchronous facade runs each call to its end, with no background loop), and a "
+            "session closes only once the writes that outlive a verdict are done, because "
+            "the sensor's process may end right after its poke: its answer carries the "
+            "anchor's status write (a merge patch with the anchor's resourceVersion as its "
+            "precondition, 14-136 ms in a burst of runs ending in the same second)"
         ),
     ),
     Goal(

@@ -102,8 +102,10 @@ METHODS = {
         "on each backend, side by side with the anchors on a Job and on a pod, all ending in "
         "the same second; the first round warms up and is not counted. The floor is an "
         "independent raw watch (the official `kubernetes` client) of the same objects. The "
-        "deferrable ways run their trigger in the process that deferred, so no event is held; "
-        "in a real triggerer an event that comes within `[workers] min_heartbeat_interval` + "
+        "deferrable ways run their trigger in the process that deferred, to its end as a "
+        "triggerer does (timed at its event), so no event is held; the worker is timed when "
+        "the core's wait gives its verdict, the poking sensor when its poke answers. In a "
+        "real triggerer an event that comes within `[workers] min_heartbeat_interval` + "
         "2 s of the deferral waits out the rest (see the trigger's `ResumeGuard` in the "
         "Airflow guide), and these runs end 6-7 s after their submission."
     ),
