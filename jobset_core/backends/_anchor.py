@@ -266,10 +266,18 @@ def status_patch(
 
 def with_patch(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """The anchor ``obj`` as it reads once the merge patch ``patch`` (of :func:`status_patch`)
-    is written: its data keys replaced, its ``resourceVersion`` still ``obj``'s (the write's
-    own answer or watch event, a later version, replaces it)."""
+    is written: its data keys replaced, its ``resourceVersion`` one above ``obj``'s.
+
+    A ``resourceVersion`` is an etcd revision: the write, or whichever write comes first, lands
+    at a later one, so its answer and watch event replace this view, while a late watch event
+    of ``obj`` itself (the same version, the earlier content) no longer does. A version that
+    is not a number is kept (every version then replaces it)."""
     data = {**(obj.get("data") or {}), **(patch.get("data") or {})}
-    return {**obj, "data": data}
+    meta = dict(obj.get("metadata") or {})
+    version = str(meta.get("resourceVersion") or "")
+    if version.isdigit():
+        meta["resourceVersion"] = str(int(version) + 1)
+    return {**obj, "metadata": meta, "data": data}
 
 
 def suspend_patch(anchor: Anchor, suspend: bool) -> dict[str, Any]:

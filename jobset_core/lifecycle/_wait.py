@@ -57,6 +57,8 @@ RESULT_GRACE = 15.0
 EVENTS_GRACE = 2.0
 #: Judge a little after a grace period ends rather than a little before (seconds).
 _RECHECK_SLACK = 0.05
+#: Drives a waiter that stays for a short TTL makes at most, to see it applied.
+_TTL_DRIVES = 3
 
 
 @dataclass(frozen=True)
@@ -256,18 +258,25 @@ class _Watch:
             return verdict
         verdict = await self._with_result(verdict)
         if moved.linger is not None and not moved.deleted:
+            await self._apply_ttl(moved.linger)
+        return verdict
+
+    async def _apply_ttl(self, linger: float) -> None:
+        """Stay for a short TTL (native), then drive so that the anchor goes; again while a
+        drive still finds time left (the finish its status records came a little later than
+        the one the first look read), a few times at most."""
+        for _ in range(_TTL_DRIVES):
             now = time.time()
             ends = self.judge.limit(now).ends_at
-            left = None if ends is None else ends - now
-            if left is None or moved.linger < left:
-                await asyncio.sleep(moved.linger)
-                await self.backend.drive(
-                    self.handle,
-                    self.tracked.observation(),
-                    create=True,
-                    remember=self.tracked.remember,
-                )
-        return verdict
+            if ends is not None and linger >= ends - now:
+                return
+            await asyncio.sleep(linger)
+            moved = await self.backend.drive(
+                self.handle, self.tracked.observation(), create=True, remember=self.tracked.remember
+            )
+            if moved.deleted or moved.linger is None:
+                return
+            linger = max(moved.linger, _RECHECK_SLACK)
 
     async def _with_events(self, verdict: Verdict) -> Verdict:
         """A pod that cannot start is decided on its status; the kubelet's Events about it

@@ -658,5 +658,6 @@ def test_the_anchor_as_a_settled_write_makes_it() -> None:
     assert step.settled and step.status_patch is not None
     after = parse_anchor(with_patch(body, step.status_patch))
     assert after.status.terminal_state == "Completed"
-    assert after.resource_version == "7"  # the write's answer, a later version, replaces it
+    # one above the read: the write lands later, a late event of the read no longer wins
+    assert after.resource_version == "8"
     assert json.loads(body["data"][STATUS_KEY]) == {}  # the object read is left as it was
