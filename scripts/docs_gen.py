@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import re
 import sys
 from collections.abc import Iterable
@@ -122,12 +123,31 @@ def cli_page(parser: argparse.ArgumentParser | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse(source: str) -> ast.Module:
+    """``ast.parse``, with no collection while the tree is built.
+
+    CPython 3.11 counts the depth of the tree it builds in one counter per interpreter
+    (python/cpython#106905): if a collection runs a finalizer midway, another thread may take
+    the GIL and parse too, and the count comes out wrong (``SystemError: AST constructor
+    recursion depth mismatch``; a test process has threads that format tracebacks, which
+    parses). Without a collection nothing runs Python code, so nothing lets the GIL go, while
+    the tree is built.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 # --------------------------------------------------------------------------- exit codes
 
 
 def _constants(source: str) -> list[tuple[str, int, str]]:
     """``EXIT_*`` constants of a module: (name, value, the ``#:`` comment above it)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     lines = source.splitlines()
     out = []
     for node in tree.body:
@@ -158,7 +178,7 @@ def error_anchor(module: str, name: str) -> str:
 
 def defined_in(source: str, name: str, module: str) -> str:
     """Where ``name`` used in a module comes from (its ``from X import name``), else there."""
-    for node in ast.parse(source).body:
+    for node in parse(source).body:
         if isinstance(node, ast.ImportFrom) and any(
             (a.asname or a.name) == name for a in node.names
         ):
@@ -168,7 +188,7 @@ def defined_in(source: str, name: str, module: str) -> str:
 
 def _error_table(source: str, function: str) -> dict[str, list[str]]:
     """The ``(ErrorClass, EXIT_NAME)`` pairs of the table in ``function``."""
-    tree = ast.parse(source)
+    tree = parse(source)
     found: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == function:
@@ -316,7 +336,7 @@ def matrix_tests(root: Path = ROOT) -> list[tuple[str, bool]]:
     marker."""
     found = []
     for path in sorted((root / "tests/airflow").glob("test_*.py")):
-        tree = ast.parse(path.read_text())
+        tree = parse(path.read_text())
         module_marks = " ".join(
             ast.unparse(node)
             for node in tree.body
