@@ -164,10 +164,10 @@ class JobSetTrigger(BaseTrigger):
             )
             self.log.info("%s: %s", self._what(), verdict.message)
             await _held(self.resume_guard, self.log)
-            # Fired from inside the session: the triggerer asks for the next event at once,
-            # and the session closes then, once the writes that outlive the verdict are done
-            # (a native run's settled status); a cancellation leaves them going.
-            yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
+        # Fired after the session: it ended at once, leaving the writes that outlive the
+        # verdict (a native run's settled status) to the shared client, so nothing is held
+        # here if the caller drops the trigger after its event (dag.test() does).
+        yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())

@@ -170,6 +170,11 @@ class BackendProtocol(Protocol):
         controller)."""
         ...
 
+    @property
+    def writing(self) -> bool:
+        """Whether writes a drive left going after its verdict are still on their way."""
+        ...
+
     async def flush(self) -> None:
         """Wait for the writes a drive left going after its verdict (native: a settled
         status on its way to the anchor)."""

@@ -184,6 +184,11 @@ class RunObjectBackend:
         if problem is not None:
             raise problem
 
+    @property
+    def writing(self) -> bool:
+        """Nothing goes on after a drive (the native backend's settled writes do)."""
+        return False
+
     async def flush(self) -> None:
         """Nothing goes on after a drive (the native backend's settled writes do)."""
 

@@ -279,10 +279,19 @@ class NativeBackend(RunObjectBackend):
                 err,
             )
 
+    @property
+    def writing(self) -> bool:
+        """Whether a settled status write this backend started is still on its way."""
+        return bool(self._writes)
+
     async def flush(self) -> None:
-        """Wait until the settled status writes this backend started are done."""
+        """Wait until the settled status writes this backend started are done (a
+        cancelled wait leaves them going); raise what one of them raised."""
         while self._writes:
-            await asyncio.shield(asyncio.gather(*self._writes))
+            done, _ = await asyncio.wait(self._writes)
+            for task in done:
+                if not task.cancelled() and (error := task.exception()) is not None:
+                    raise error
 
     def _linger(self, step: NativePass) -> float | None:
         left = step.ttl_remaining

@@ -230,9 +230,15 @@ class Lifecycle:
         #: What stands on the cluster, beside one run's wait.
         self.runs = Runs(observer, self._backends)
 
+    @property
+    def writing(self) -> bool:
+        """Whether writes that outlive a verdict are still on their way."""
+        return self._backends.writing
+
     async def flush(self) -> None:
         """Wait for the writes that outlive a verdict (a native run's settled status on its
-        way to the anchor): a session does before it closes."""
+        way to the anchor): a session of its own does before it closes, a shared one leaves
+        them to finish under a lease of the shared client."""
         await self._backends.flush()
 
     # ------------------------------------------------------------------ start

@@ -104,6 +104,11 @@ class Backends:
             found = self._made[kind] = make_backend(self.client, kind, **self._options)
         return found
 
+    @property
+    def writing(self) -> bool:
+        """Whether a backend's drive left a write going after its verdict."""
+        return any(backend.writing for backend in self._made.values())
+
     async def flush(self) -> None:
         """Wait for what the backends' drives left going after their verdicts."""
         for backend in list(self._made.values()):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobset_core.blocking import run
 from jobset_core.lifecycle._lifecycle import Lifecycle
-from jobset_core.observe import Observer, shared_observer
+from jobset_core.observe import Observer, linger, shared_observer
 
 if TYPE_CHECKING:
     from jobset_core.client.config import ClientSettings
@@ -36,8 +36,12 @@ async def session(
     feature_gates: Mapping[str, bool] | None = None,
     backend_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Lifecycle]:
-    """The lifecycle on the cluster ``settings`` name, for the duration of the block; it
-    ends once the writes that outlive a verdict are done (:meth:`Lifecycle.flush`).
+    """The lifecycle on the cluster ``settings`` name, for the duration of the block.
+
+    The writes that outlive a verdict (:meth:`Lifecycle.flush`) are done when a session of
+    its own ends (its process may end next); a shared session leaves them to finish under a
+    lease of the shared client (:func:`~jobset_core.observe.linger`), so it ends at once and
+    holds nothing after (a trigger fires after its session, and may be dropped then).
 
     Args:
         settings: Where to connect.
@@ -64,7 +68,8 @@ async def session(
             try:
                 yield lifecycle
             finally:
-                await lifecycle.flush()
+                if lifecycle.writing:
+                    linger(observer, lifecycle.flush())
         return
     from jobset_core.client import Client
 

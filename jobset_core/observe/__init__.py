@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jobset_core.observe._informer import backoff
 from jobset_core.observe._observer import Observer, Scope, Target, Tracked
-from jobset_core.observe._shared import settings_key, shared_observer, shared_stats
+from jobset_core.observe._shared import linger, settings_key, shared_observer, shared_stats
 from jobset_core.observe._store import Observation
 from jobset_core.observe._views import Kind, RunKey
 
@@ -23,6 +23,7 @@ __all__ = [
     "Target",
     "Tracked",
     "backoff",
+    "linger",
     "settings_key",
     "shared_observer",
     "shared_stats",

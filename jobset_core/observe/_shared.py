@@ -5,6 +5,12 @@ cluster with :func:`shared_observer` and tracks its run there, so they all share
 connection pool and one informer per kind (and namespace, when the identity may not watch the
 whole cluster). Leases are counted: the observer stops and the client closes when the last
 lease ends. Everything is per event loop, so ``dag.test()`` (a fresh loop per trigger) works.
+
+What a waiter leaves going after its verdict (a native run's settled status write) finishes in
+a task of its own that holds a lease meanwhile (:func:`linger`): the waiter's session ends at
+once and holds nothing, so a trigger abandoned after its event (``dag.test()`` takes the first
+event, then closes the loop) leaves no client open; a loop that closes first cancels the task,
+and the task's lease ends with it.
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ import asyncio
 import gc
 import importlib
 import json
+import logging
 import sys
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -26,7 +33,9 @@ from jobset_core.observe._observer import Observer, Scope
 if TYPE_CHECKING:
     from jobset_core.client.config import ClientSettings
 
-__all__ = ["settings_key", "shared_observer", "shared_stats"]
+__all__ = ["linger", "settings_key", "shared_observer", "shared_stats"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -41,6 +50,8 @@ class _Registry:
     #: The client's import while it runs in a worker thread: every lease of the loop that
     #: comes meanwhile waits for this one (a triggerer starts a thousand at once).
     importing: asyncio.Future[ModuleType] | None = None
+    #: The tasks :func:`linger` started that have not ended.
+    lingering: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 _REGISTRIES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Registry] = (
@@ -129,11 +140,44 @@ async def shared_observer(
     try:
         yield lease.observer
     finally:
-        lease.count -= 1
-        if lease.count <= 0 and registry.leases.get(key) is lease:
-            del registry.leases[key]
-            await lease.observer.aclose()
-            await lease.observer.client.aclose()
+        await _release(registry, key, lease)
+
+
+async def _release(registry: _Registry, key: tuple[str, Scope], lease: _Lease) -> None:
+    lease.count -= 1
+    if lease.count <= 0 and registry.leases.get(key) is lease:
+        del registry.leases[key]
+        await lease.observer.aclose()
+        await lease.observer.client.aclose()
+
+
+def linger(observer: Observer, work: Awaitable[None]) -> None:
+    """Let ``work`` (writes after a verdict) finish in a task of its own, holding a lease of
+    the shared ``observer`` until it ends, so that the caller's lease can end now.
+
+    Raises:
+        LookupError: ``observer`` is no shared observer of this event loop.
+    """
+    registry = _registry()
+    held = [(key, lease) for key, lease in registry.leases.items() if lease.observer is observer]
+    if not held:
+        raise LookupError("not a shared observer of this event loop")
+    ((key, lease),) = held
+    lease.count += 1
+    task = asyncio.ensure_future(_hold(registry, key, lease, work))
+    registry.lingering.add(task)
+    task.add_done_callback(registry.lingering.discard)
+
+
+async def _hold(
+    registry: _Registry, key: tuple[str, Scope], lease: _Lease, work: Awaitable[None]
+) -> None:
+    try:
+        await work
+    except Exception:  # the writes report their own errors; anything else is a bug to see
+        log.exception("a write after a verdict failed")
+    finally:
+        await _release(registry, key, lease)
 
 
 def shared_stats() -> dict[str, Any]:

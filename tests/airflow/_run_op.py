@@ -62,8 +62,7 @@ USER_ACTION = "user action"
 
 
 async def first_event(trigger: Any) -> Any:
-    """The trigger's first event, as a triggerer runs it: on to the trigger's end after it
-    (a session closes there, once the writes that outlive the verdict are done)."""
+    """The trigger's first event, as a triggerer runs it: on to the trigger's end after it."""
     events = trigger.run()
     event = await anext(events)
     async for _ in events:

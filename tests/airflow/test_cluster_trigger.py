@@ -296,3 +296,37 @@ async def test_the_trigger_follows_the_logs_while_it_waits(
     assert said.index(lines[-1]) < next(i for i, m in enumerate(said) if "completed (" in m)
     annotations = devcluster.get_jobset(cluster_namespace, "chatty")["metadata"]["annotations"]
     assert CURSOR_ANNOTATION in annotations
+
+
+def test_a_trigger_dropped_after_its_event_leaves_nothing_open(
+    cluster_namespace: str, kube_conn: str, devcluster: Any
+) -> None:
+    """``dag.test()`` runs a trigger as Airflow's in-process supervisor does: the first event
+    on an event loop of its own, then the loop closes. A native run's settled end fires while
+    its status write is still on its way; nothing the trigger used may be left open (asyncio
+    reports what is, through the loop's exception handler, as an error in the task's log)."""
+    from jobset_core.lifecycle import ClientSettings, blocking
+    from jobset_core.models import load_jobset
+
+    request = RunRequest(
+        jobset=load_jobset(body("dropped", {"devcluster/run-seconds": "2"})),
+        namespace=cluster_namespace,
+        backend="native",
+    )
+    settings = ClientSettings(kubeconfig_path=str(devcluster.kubeconfig))
+    started = blocking(settings, lambda lifecycle: lifecycle.start(request))
+    trigger = JobSetTrigger(
+        handle=started.handle,
+        request=RunRequest(namespace=cluster_namespace, on_restart="return", backend="native"),
+    )
+    reported: list[dict[str, Any]] = []
+
+    async def as_dag_test_runs_it() -> Any:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: reported.append(context))
+        return await anext(trigger.run(), None)
+
+    event = asyncio.run(as_dag_test_runs_it())
+    gc.collect()  # what nothing closed is reported when it is collected
+    assert Verdict.model_validate(event.payload).kind == "completed"
+    assert [c.get("message") for c in reported] == []

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
+from tests.airflow._run_dag import report
 from tests.release._build import ROOT, TESTED_PYTHONS, VERSION, _locked, _run, _sdist, _wheel
 
 pytestmark = [pytest.mark.release]
@@ -292,7 +293,7 @@ def test_the_wheel_installs_from_airflows_constraints_and_runs_a_dag(
             env=env,
             timeout=600,
         )
-        result = json.loads(run.stdout.splitlines()[-1])
+        result = report(run.stdout, run.stderr)
         assert result["state"] == "success", run.stdout[-3000:]
         assert result["tasks"]["run"]["xcom"]["return_value"] == {"installed": True}
 
