@@ -16,6 +16,9 @@ from pathlib import Path
 
 from tests.docs._docs_gen import docs_gen
 
+#: ``ast.parse`` safe beside other threads' parses (see ``docs_gen.parse``).
+parse = docs_gen().parse
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "troubleshooting.md"
 PACKAGES = ("jobset_core", "airflow_provider_jobset", "kfp_components")
@@ -28,7 +31,7 @@ def error_classes() -> set[tuple[str, str]]:
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            for node in ast.parse(path.read_text()).body:
+            for node in parse(path.read_text()).body:
                 if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                     bases = [ast.unparse(b).split(".")[-1] for b in node.bases]
                     classes[(module, node.name)] = bases
@@ -60,7 +63,7 @@ def outcome_reasons() -> set[str]:
 
 def verdict_kinds() -> set[str]:
     """The kinds of :data:`jobset_core.lifecycle.VerdictKind`."""
-    tree = ast.parse((ROOT / "jobset_core/lifecycle/verdict.py").read_text())
+    tree = parse((ROOT / "jobset_core/lifecycle/verdict.py").read_text())
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
@@ -84,7 +87,7 @@ KUEUE_REFUSALS = {"Inadmissible", "RequeuingLimitExceeded", "MaximumExecutionTim
 def _string_constants(path: Path) -> dict[str, str]:
     """The module-level ``NAME = "text"`` constants of a module."""
     out: dict[str, str] = {}
-    for node in ast.parse(path.read_text()).body:
+    for node in parse(path.read_text()).body:
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Constant)
@@ -98,7 +101,7 @@ def _known_constants(path: Path) -> dict[str, str]:
     """The string constants a module may name: those it imports from the packages (``from
     jobset_core.policy.queue import ADMISSION_TIMEOUT``), and its own."""
     known: dict[str, str] = {}
-    for node in ast.parse(path.read_text()).body:
+    for node in parse(path.read_text()).body:
         if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGES)):
             continue
         module = ROOT.joinpath(*(node.module or "").split("."))
@@ -124,7 +127,7 @@ def verdict_reasons() -> set[str]:
     the constant reason (or a constant's name) of a ``self.verdict(kind, outcome, reason,
     message)`` call, and the ``Literal`` values a ``reason`` parameter takes. The other
     verdicts carry the outcome's, the event's or the queue's reason."""
-    tree = ast.parse(JUDGE.read_text())
+    tree = parse(JUDGE.read_text())
     known = _known_constants(JUDGE)
     reasons: set[str] = set()
     for node in ast.walk(tree):
@@ -152,7 +155,7 @@ def verdict_reasons() -> set[str]:
 def notice_reasons() -> set[str]:
     """The reasons of the judge's own progress notices (``WorkloadUnreadable``): the constant
     ``reason`` of a ``Progress(...)`` call in the judge."""
-    tree = ast.parse(JUDGE.read_text())
+    tree = parse(JUDGE.read_text())
     known = _known_constants(JUDGE)
     reasons: set[str] = set()
     for node in ast.walk(tree):
@@ -167,7 +170,7 @@ def queue_refusals() -> set[str]:
     """The reasons a ``refused`` verdict takes from its queue: those the queue reading writes
     itself (the constant ``reason`` of a ``Queue(status="refused", ...)``, also as the
     fallback of ``reason or "..."``), and Kueue's own (:data:`KUEUE_REFUSALS`)."""
-    tree = ast.parse(QUEUE.read_text())
+    tree = parse(QUEUE.read_text())
     known = _known_constants(QUEUE)
     reasons: set[str] = set(KUEUE_REFUSALS)
     for node in ast.walk(tree):
