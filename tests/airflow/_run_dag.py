@@ -1,5 +1,6 @@
-"""Run one DAG file with ``dag.test()`` in this process and print what happened as JSON
-(the last line of stdout): the run's state and, per task, state, try number, the states of
+"""Run one DAG file with ``dag.test()`` in this process and report what happened as JSON
+(printed, and written to the file named by a third argument, where no logger writing to stdout
+meanwhile can split it): the run's state and, per task, state, try number, the states of
 earlier tries and the XComs. Used by the cluster tests as a subprocess (:func:`run_dag`);
 :func:`tasks_of` also by ``make demo`` (``scripts/demo_narrator.py``), to show the tries."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +18,19 @@ def run_dag(
     path: Path, dag_id: str, env: dict[str, str] | None = None, timeout: float = 420
 ) -> dict[str, Any]:
     """This script on one DAG file in a subprocess (with the caller's environment, or
-    ``env``): what it printed, after checking it ran to its report."""
-    proc = subprocess.run(
-        [sys.executable, __file__, str(path), dag_id],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return report(proc.stdout, proc.stderr)
+    ``env``): its report, after checking it ran to it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        written = Path(tmp) / "report.json"
+        proc = subprocess.run(
+            [sys.executable, __file__, str(path), dag_id, str(written)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        return report(proc.stdout, proc.stderr, written)
 
 
 #: What asyncio and aiohttp log for what a run left open (a client session a trigger held
@@ -34,14 +38,13 @@ def run_dag(
 LEFT_OPEN = ("Unclosed client session", "Unclosed connector", "Task was destroyed but it is")
 
 
-def report(stdout: str, stderr: str) -> dict[str, Any]:
-    """The report this script printed (its last JSON line: loggers may write after it),
-    after checking that nothing was left open."""
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-    assert lines, stdout[-4000:] + stderr[-4000:]
+def report(stdout: str, stderr: str, written: Path) -> dict[str, Any]:
+    """The report this script wrote to ``written``, after checking that the run's output
+    (``stdout``, ``stderr``) says nothing was left open."""
+    assert written.is_file(), stdout[-4000:] + stderr[-4000:]
     left = [ln for ln in (stdout + stderr).splitlines() if any(m in ln for m in LEFT_OPEN)]
     assert not left, "\n".join(left)
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
+    return json.loads(written.read_text())  # type: ignore[no-any-return]
 
 
 def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
@@ -84,7 +87,7 @@ def tasks_of(dag_id: str, run_id: str) -> dict[str, dict[str, Any]]:
     return tasks
 
 
-def main(path: str, dag_id: str) -> None:
+def main(path: str, dag_id: str, written: str | None = None) -> None:
     try:  # Airflow 3.2+
         from airflow.dag_processing.dagbag import DagBag
     except ImportError:  # 3.0, 3.1
@@ -95,8 +98,11 @@ def main(path: str, dag_id: str) -> None:
         raise SystemExit(f"import errors: {bag.import_errors}")
     run = bag.dags[dag_id].test()
     out = {"state": str(run.state), "run_id": run.run_id, "tasks": tasks_of(dag_id, run.run_id)}
-    print(json.dumps(out, default=str))
+    text = json.dumps(out, default=str)
+    if written is not None:
+        Path(written).write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

@@ -287,13 +287,14 @@ def test_the_wheel_installs_from_airflows_constraints_and_runs_a_dag(
     for deferrable in (False, True):
         dag_path = dags / "installed.py"
         dag_path.write_text(DAG.format(namespace=cluster_namespace, deferrable=deferrable))
+        written = tmp_path / f"report-{deferrable}.json"
         run = _run(
-            [py, str(ROOT / "tests/airflow/_run_dag.py"), str(dag_path), "installed"],
+            [py, str(ROOT / "tests/airflow/_run_dag.py"), str(dag_path), "installed", str(written)],
             cwd=tmp_path,
             env=env,
             timeout=600,
         )
-        result = report(run.stdout, run.stderr)
+        result = report(run.stdout, run.stderr, written)
         assert result["state"] == "success", run.stdout[-3000:]
         assert result["tasks"]["run"]["xcom"]["return_value"] == {"installed": True}
 
