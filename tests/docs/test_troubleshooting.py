@@ -16,8 +16,9 @@ from pathlib import Path
 
 from tests.docs._docs_gen import docs_gen
 
+GEN = docs_gen()
 #: ``ast.parse`` safe beside other threads' parses (see ``docs_gen.parse``).
-parse = docs_gen().parse
+parse = GEN.parse
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "troubleshooting.md"
@@ -193,8 +194,7 @@ def anchors() -> set[str]:
 
 
 def test_every_error_class_has_an_entry() -> None:
-    gen = docs_gen()
-    wanted = {gen.error_anchor(module, name) for module, name in error_classes()}
+    wanted = {GEN.error_anchor(module, name) for module, name in error_classes()}
     documented = {a for a in anchors() if not a.startswith(("reason-", "verdict-"))}
     assert not wanted - documented, f"no Troubleshooting entry for {sorted(wanted - documented)}"
     assert not documented - wanted, f"entries for no such class: {sorted(documented - wanted)}"
