@@ -227,11 +227,13 @@ class StreamRef:
 
 @dataclass(frozen=True)
 class Selection:
-    """The container logs to follow now, and how many pods the bound left out."""
+    """The container logs to follow now, how many pods the bound left out, and how many
+    containers of the kept pods have not started (their logs cannot be read yet)."""
 
     streams: tuple[StreamRef, ...] = ()
     pods: int = 0
     left_out: int = 0
+    unstarted: int = 0
 
 
 def _order(jobset: JobSet | None) -> dict[str, int]:
@@ -301,6 +303,7 @@ def select_streams(
     wanted = _wanted_pods(pods, jobset, options, matching)
     kept = wanted[: options.max_pods]
     streams: list[StreamRef] = []
+    unstarted = 0
     for view in kept:
         names = list(view.containers) or sorted(s.name for s in view.container_statuses)
         if options.container is not None:
@@ -309,7 +312,8 @@ def select_streams(
         for name in names:
             status = view.status_of(name)
             if status is None or not status.started:
-                continue  # not started (or between two runs of a crash loop)
+                unstarted += 1  # not started (or between two runs of a crash loop)
+                continue
             streams.append(
                 StreamRef(
                     pod=view.name,
@@ -320,7 +324,7 @@ def select_streams(
                     running=status.running,
                 )
             )
-    return Selection(tuple(streams), len(kept), max(0, len(wanted) - len(kept)))
+    return Selection(tuple(streams), len(kept), max(0, len(wanted) - len(kept)), unstarted)
 
 
 # ------------------------------------------------------------------------------ the bounds

@@ -15,9 +15,11 @@ that broke is read again from where it stopped, and with ``resume`` the cursor i
 run itself (an annotation of the JobSet, or of the native anchor), so that a follower that
 starts again in another process (a restarted triggerer) continues without repeating a line.
 
-When the wait ends, the follower is closed: it reads what is left of the logs of containers
-that have ended (a pod that ran and finished between two looks still shows its log), stops
-following containers that still run, and gets a bounded time for that.
+When the wait ends, the follower is closed: it reads every selected log as it is then, to its
+end and without following, from where its cursor stands (a pod that ran and finished between
+two looks still shows its log; a container that still runs shows what it wrote so far), from
+the API server's list of the run's pods when the observer's view may trail the run's end, and
+gets a bounded time for that.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from jobset_core.lifecycle._log_plan import (
     LogLine,
     LogOptions,
     LogTarget,
+    Selection,
     StreamRef,
     fingerprint,
     select_streams,
@@ -181,6 +184,7 @@ class Follower:
         self.cursor = LogCursor()
         self.budget = LogBudget(options.max_bytes_per_second, options.max_bytes)
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.following: set[str] = set()  # the keys of the tasks that follow their log
         self.done: set[str] = set()
         self.retry_at: dict[str, tuple[float, int]] = {}
         self.running: dict[str, bool] = {}
@@ -203,12 +207,12 @@ class Follower:
             self.budget.spent = self.cursor.spent
         try:
             while not self.control.closing.is_set() and not self._stopped():
-                await self._follow(final=False)
+                await self._follow()
                 await self._maybe_save()
                 await self.tracked.changed(self._next_wake())
             if not self._stopped():
                 await self._synced(SYNC_WAIT)  # a wait that ended early: its pods may trail
-                await self._follow(final=True)
+                await self._finish()
             await self._drain()
         finally:
             for task in self.tasks.values():
@@ -233,39 +237,82 @@ class Follower:
             waits.append(CURSOR_SAVE_EVERY)
         return max(0.05, min(waits)) if waits else None
 
-    async def _follow(self, *, final: bool) -> None:
-        """Start a stream for every selected log not followed yet (``final``: only logs of
-        containers that have ended, read to their end)."""
+    async def _follow(self) -> None:
+        """Start a stream for every selected log not followed yet."""
         observation = self.tracked.observation()
+        selection = await self._select(observation.pods, observation)
+        self.running = {ref.key: ref.running for ref in selection.streams}
+        now = time.time()
+        for ref in selection.streams:
+            if ref.key in self.done or ref.key in self.tasks:
+                continue
+            retry = self.retry_at.get(ref.key)
+            if retry is not None and retry[0] > now:
+                continue
+            self.tasks[ref.key] = asyncio.create_task(self._stream(ref, follow=True))
+            self.following.add(ref.key)
+
+    async def _finish(self) -> None:
+        """The last pass, once the wait is over: every selected log not read to its end is
+        read as it is now (no follow: the read ends at once, whether its container still
+        runs or not), from where its cursor stands.
+
+        The observer's view may trail the run's end: a container it still shows running or
+        not started, a pod it has not seen, a stream still being opened or waiting to be
+        retried. The run has ended, so the cluster's own list of its pods is read then (one
+        request); a view that shows every selected log ended and read costs nothing."""
+        observation = self.tracked.observation()
+        selection = await self._select(observation.pods, observation)
+        trailing = (
+            self.tasks
+            or not selection.pods
+            or selection.unstarted
+            or any(ref.running and ref.key not in self.done for ref in selection.streams)
+        )
+        if trailing:
+            pods = await self._list_pods()
+            if pods is not None:
+                selection = await self._select(pods, observation)
+        for task in self.tasks.values():
+            task.cancel()  # a follow in flight: read again below, from its cursor
+        if self.tasks:
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self.running = {}
+        for ref in selection.streams:
+            if ref.key not in self.done:
+                self.tasks[ref.key] = asyncio.create_task(self._stream(ref, follow=False))
+
+    async def _select(self, pods: Any, observation: Any) -> Selection:
+        """The logs to read among ``pods`` (telling once when the pod bound leaves some out)."""
         try:
             jobset = head_jobset(self.handle, observation)
         except JobSetError:
             jobset = None
-        matching = await self._matching(observation.pods) if self.options.selector else None
-        selection = select_streams(observation.pods, jobset, self.options, matching)
+        matching = await self._matching(pods) if self.options.selector else None
+        selection = select_streams(pods, jobset, self.options, matching)
         if selection.left_out:
             total = selection.pods + selection.left_out
             self._tell(
                 "left-out",
                 f"<logs: following {selection.pods} of {total} pods (the log pod limit)>",
             )
-        self.running = {ref.key: ref.running for ref in selection.streams}
-        now = time.time()
-        for ref in selection.streams:
-            if ref.key in self.done or ref.key in self.tasks:
-                continue
-            if final and ref.running:
-                continue  # still running after the wait: nothing more to wait for
-            retry = self.retry_at.get(ref.key)
-            if retry is not None and retry[0] > now and not final:
-                continue
-            self.tasks[ref.key] = asyncio.create_task(self._stream(ref, follow=not final))
+        return selection
+
+    async def _list_pods(self) -> list[Any] | None:
+        """The run's pods as the API server lists them now (``None``: it could not say)."""
+        handle = self.handle
+        selector = ident.jobset_selector(handle.name, handle.uid or None)
+        try:
+            found = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
+        except JobSetError as error:
+            log.info("could not list the pods of %s for its last logs: %s", handle.name, error)
+            return None
+        return list(found.items)
 
     async def _drain(self) -> None:
-        """Stop following what still runs; let the reads of ended logs finish."""
-        for key, task in list(self.tasks.items()):
-            if self.running.get(key, True):
-                task.cancel()
+        """Stop what still follows; let the last reads end (the caller bounds how long)."""
+        for key in self.following:
+            self.tasks[key].cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
@@ -337,6 +384,7 @@ class Follower:
             self._later(ref.key)  # the stream broke: read again from the cursor
         finally:
             self.tasks.pop(ref.key, None)
+            self.following.discard(ref.key)
         if ended:
             if follow and self.running.get(ref.key, False) and not self.control.closing.is_set():
                 self._later(ref.key)  # the server ended the stream, the container runs on

@@ -137,18 +137,21 @@ def test_only_the_latest_attempt_and_not_pods_being_deleted() -> None:
     ]
     all_pods = select_streams(pods, _jobset(), LogOptions(pods="all"))
     assert _pods(all_pods) == ["js-driver-0-0-a1"]  # the waiting one has no log yet
+    assert (all_pods.pods, all_pods.unstarted) == (2, 1)  # ... and is counted as such
     assert _pods(select_streams(pods, _jobset(), LogOptions())) == ["js-driver-0-0-a1"]
 
 
 def test_containers_all_or_one_and_the_prefix() -> None:
     both = pod("driver", 0, 0, containers={"main": RUNNING, "side": ENDED, "late": WAITING})
-    streams = select_streams([both], _jobset(), LogOptions()).streams
-    assert [(s.container, s.several, s.running) for s in streams] == [
+    selection = select_streams([both], _jobset(), LogOptions())
+    assert [(s.container, s.several, s.running) for s in selection.streams] == [
         ("main", True, True),
         ("side", True, False),
     ]
-    one = select_streams([both], _jobset(), LogOptions(container="side")).streams
-    assert [(s.container, s.several) for s in one] == [("side", False)]
+    assert selection.unstarted == 1  # "late"
+    one = select_streams([both], _jobset(), LogOptions(container="side"))
+    assert [(s.container, s.several) for s in one.streams] == [("side", False)]
+    assert one.unstarted == 0  # the one asked for has started
     assert LogLine("p", "side", "x", several=True).shown() == "[p/side] x"
     assert LogLine("p", "main", "x").shown() == "[p] x"
     assert LogLine("", None, "<note>", notice=True).shown() == "<note>"

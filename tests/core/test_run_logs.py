@@ -7,8 +7,10 @@ comes, like a kubelet's log file); the selection, bounds and cursor are table-te
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,7 +27,7 @@ from jobset_core.lifecycle import (
     RunRequest,
     session,
 )
-from jobset_core.lifecycle._logs import CURSOR_ANNOTATION
+from jobset_core.lifecycle._logs import CURSOR_ANNOTATION, FollowControl, Follower
 from jobset_core.models import JobSet
 from tests.core._runs import run_request
 
@@ -193,4 +195,70 @@ async def test_a_follower_that_starts_again_continues_without_repeating(
         )
     assert verdict.kind == "timeout", verdict
     assert [line.text for line in after] == ["step 5", "step 6", "step 7"]
+    await run.runs.delete(handle, wait=True, timeout=60)
+
+
+class _TrailingView:
+    """The observer's view of a run stuck at one moment: a pod watch that trails the run's
+    end (the pods it shows, or none)."""
+
+    def __init__(self, pods: list[dict[str, Any]]) -> None:
+        self._seen = SimpleNamespace(pods=pods, jobset=None, anchor=None, synced=True)
+
+    def observation(self) -> Any:
+        return self._seen
+
+    async def changed(self, timeout: float | None) -> bool:
+        await asyncio.sleep(timeout or 0)
+        return False
+
+    async def until(self, condition: Any, timeout: float | None) -> Any:
+        return condition(self._seen)
+
+    def wake(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("seen", ["running", "not-yet"])
+async def test_the_last_lines_of_a_run_whose_pod_view_trails_its_end(
+    run: Lifecycle, backend: str, devcluster: Any, cluster_namespace: str, seen: str
+) -> None:
+    """The run has ended, but the observer still shows its pod running (``running``: a
+    follower then never reads the log to its end) or has not seen it yet (``not-yet``): the
+    closing follower reads the cluster's own list of the run's pods, and every line."""
+    notes = {"devcluster/log": "last\nwords", "devcluster/run-seconds": "2"}
+    js = _jobset("trailing", _rjob("w", 1, notes))
+    started = await run.start(
+        RunRequest(jobset=js, namespace=cluster_namespace, backend=backend)  # type: ignore[arg-type]
+    )
+    handle = started.submission.handle
+    core = devcluster.core
+    selector = f"{labels.JOBSET_NAME}=trailing"
+
+    def pods_in(phase: str) -> list[Any]:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            pods = core.list_namespaced_pod(cluster_namespace, label_selector=selector).items
+            if pods and all(p.status.phase == phase for p in pods):
+                return pods
+            time.sleep(0.2)
+        raise AssertionError(f"no pod of the run reached {phase}")
+
+    (running,) = await asyncio.to_thread(pods_in, "Running")
+    stale = core.api_client.sanitize_for_serialization(running)
+    await asyncio.to_thread(pods_in, "Succeeded")
+
+    lines: list[LogLine] = []
+    control = FollowControl()
+    control.close()  # the wait is over before the follower looks
+    follower = Follower(
+        run.client,
+        _TrailingView([stale] if seen == "running" else []),  # type: ignore[arg-type]
+        handle,
+        LogOptions(pods="all"),
+        lines.append,
+        control=control,
+    )
+    await asyncio.wait_for(follower.run(), 30)
+    assert [line.text for line in lines] == ["last", "words"]
     await run.runs.delete(handle, wait=True, timeout=60)
