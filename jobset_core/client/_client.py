@@ -52,6 +52,7 @@ from jobset_core.client._core import (
     Selector,
 )
 from jobset_core.client._credentials import Credentials
+from jobset_core.client._memory import Trimmer
 from jobset_core.client._watch import LineBuffer, WatchEvent, WatchState
 from jobset_core.client.config import ClientSettings, load_connection
 from jobset_core.errors import (
@@ -102,6 +103,8 @@ class ClientStats:
         credential_refreshes: Credentials obtained after the first (plugin runs, token
             files read again).
         protocol: ``"h2"`` or ``"http/1.1"`` once the first request chose (``""`` before).
+        trims: Times the memory big answers took was handed back to the system, and the
+            seconds that took in all (see :mod:`jobset_core.client._memory`).
     """
 
     requests: dict[str, int] = field(default_factory=dict)
@@ -111,6 +114,13 @@ class ClientStats:
     unauthorized: int = 0
     credential_refreshes: int = 0
     protocol: str = ""
+    trims: int = 0
+    trim_seconds: float = 0.0
+
+    def trimmed(self, seconds: float) -> None:
+        """Count a trim."""
+        self.trims += 1
+        self.trim_seconds += seconds
 
     @property
     def total(self) -> int:
@@ -128,6 +138,8 @@ class ClientStats:
             "unauthorized": self.unauthorized,
             "credential_refreshes": self.credential_refreshes,
             "protocol": self.protocol,
+            "trims": self.trims,
+            "trim_seconds": round(self.trim_seconds, 4),
         }
 
 
@@ -160,6 +172,7 @@ class Client:
     ) -> None:
         self.settings = settings or ClientSettings()
         self.stats = ClientStats()
+        self._trimmer = Trimmer(self.stats.trimmed)
         self._retry = retry
         self._timeout = request_timeout
         self._sleep = sleep
@@ -176,6 +189,7 @@ class Client:
 
     async def aclose(self) -> None:
         """Close the connections."""
+        self._trimmer.cancel()
         pools, self._pools = self._pools, None
         h2_pool, self._h2 = self._h2, None
         if h2_pool is not None:
@@ -386,6 +400,7 @@ class Client:
         data = await self._retrying(
             request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
+        self._trimmer.answered(len(data))
         return _core.decode_body(data)
 
     async def _retrying(self, request: Request, attempt: Callable[[Credential], Awaitable[T]]) -> T:
