@@ -192,7 +192,9 @@ class Judge:
         self.baseline_restarts: int | None = self.rules.baseline_restarts
         self._shown: tuple[Any, ...] | None = None  # what the last progress event showed
         self._last_restarts: int | None = None
-        self._last: Outcome | None = None
+        #: The last outcome, as its JSON: a waiting task keeps 0.4 KiB, where the model kept
+        #: 3.2 KiB (its field sets and counts); it is read back for a verdict only.
+        self._last: bytes | None = None
         self._seen: Mapping[SeenKey, float] = {}
         self._refused_seen: Mapping[str, float] = {}
         self._noticed: set[tuple[str, str | None, str]] = set()
@@ -213,7 +215,7 @@ class Judge:
     @property
     def last(self) -> Outcome | None:
         """The outcome of the last observation judged."""
-        return self._last
+        return None if self._last is None else Outcome.model_validate_json(self._last)
 
     # ------------------------------------------------------------------ verdicts
 
@@ -347,7 +349,7 @@ class Judge:
     def _track(self, outcome: Outcome) -> Progress | None:
         """Remember an observed outcome; the progress event to report when something a user
         sees changed (``None`` otherwise)."""
-        self._last = outcome
+        self._last = outcome.model_dump_json().encode()
         if self.baseline_restarts is None:
             self.baseline_restarts = outcome.restarts
         grew = self._last_restarts is not None and outcome.restarts > self._last_restarts
@@ -355,7 +357,7 @@ class Judge:
         shown = (
             outcome.phase,
             outcome.restarts,
-            outcome.replicated_jobs,
+            tuple(tuple(counts.__dict__.values()) for counts in outcome.replicated_jobs),
             outcome.reason,
             outcome.message,
         )

@@ -92,18 +92,20 @@ async def watch_run(
     seeds = [submission.obj] if submission is not None and submission.obj else []
     target = backend.target(handle, since=since, seeds=seeds)
     async with observer.track(target) as tracked:
-        follower, control = None, FollowControl()
+        following: tuple[asyncio.Task[None], FollowControl] | None = None
         if waiting.logs is not None and waiting.on_log is not None:
+            control = FollowControl()
             follower = asyncio.create_task(
                 _follow(
                     observer, target, handle, waiting.logs, sink=waiting.on_log, control=control
                 )
             )
+            following = (follower, control)
         try:
             verdict = await _Watch(observer.client, backend, tracked, judge, waiting).run()
         finally:
-            if follower is not None:
-                await stop_follower(follower, control, LOG_DRAIN_SECONDS)
+            if following is not None:
+                await stop_follower(*following, LOG_DRAIN_SECONDS)
     return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
 
 

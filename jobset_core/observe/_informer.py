@@ -41,7 +41,7 @@ from jobset_core.errors import (
     Unreachable,
 )
 from jobset_core.observe._store import Scope, Stores
-from jobset_core.observe._views import Kind, RunKey, trim
+from jobset_core.observe._views import Kind, RunKey, shared, trim
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
@@ -167,7 +167,7 @@ def _compacted(
     kept.clear()
     items.clear()
     found: list[Any] = json.loads(blob)
-    return found
+    return shared(found)  # equal values of the page's objects: one string each
 
 
 @dataclass

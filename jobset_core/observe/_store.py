@@ -31,6 +31,7 @@ from jobset_core.observe._views import (
     newer,
     object_key,
     run_of,
+    shared,
     trim,
 )
 
@@ -414,7 +415,7 @@ class Stores:
         current = self._current(run, kind, name)
         if not newer(obj, current):
             return False
-        kept = cast(Obj, obj) if trimmed else trim(kind, obj)  # trimmed: a fresh dict
+        kept = cast(Obj, obj) if trimmed else shared(trim(kind, obj))  # trimmed: a fresh dict
         if current == kept:
             return False
         if kind.head:

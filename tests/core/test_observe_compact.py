@@ -11,7 +11,7 @@ import pytest
 from jobset_core import labels as L
 from jobset_core.observe._informer import _compacted
 from jobset_core.observe._store import Stores
-from jobset_core.observe._views import Kind, run_of, trim
+from jobset_core.observe._views import Kind, run_of, shared, trim
 
 _META = {
     "namespace": "ns",
@@ -161,3 +161,29 @@ def test_a_compacted_page_is_stored_as_the_whole_page_would_be(kind: Kind) -> No
         seen.append((changed, listed, stores.tracked(("ns", "train")).observation()))
     assert seen[0] == seen[1]
     assert seen[1][0] == {("ns", "train")}
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
+def test_the_objects_of_a_page_share_their_equal_values(kind: Kind) -> None:
+    """Equal string values of a compacted page are one object; nothing else changes."""
+    page = [copy.deepcopy(OBJECTS[kind]) for _ in range(2)]
+    wanted = [trim(kind, obj) for obj in page]
+    kept = _compacted(kind, page)
+    assert kept == wanted
+    first, second = kept
+    assert first["metadata"]["uid"] is second["metadata"]["uid"]
+    assert first["metadata"]["resourceVersion"] is second["metadata"]["resourceVersion"]
+
+
+def test_one_objects_equal_values_are_shared_and_the_rest_untouched() -> None:
+    stamp = "2026-12-05T15:30:28+00:00"
+    obj = {
+        "a": "".join(["2026-12-05T15:30:28", "+00:00"]),  # equal, not the same object
+        "b": [{"c": "".join(["2026-12-05T15:30", ":28+00:00"])}, 3, None, True],
+        "d": {"e": stamp, "f": 1.5},
+        "long": "y" * 65,
+    }
+    before = copy.deepcopy(obj)
+    assert shared(obj) is obj
+    assert obj == before
+    assert obj["a"] is obj["b"][0]["c"] is obj["d"]["e"]
