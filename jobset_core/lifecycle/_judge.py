@@ -192,7 +192,7 @@ class Judge:
         self.baseline_restarts: int | None = self.rules.baseline_restarts
         self._shown: tuple[Any, ...] | None = None  # what the last progress event showed
         self._last_restarts: int | None = None
-        #: The last outcome, as its JSON: a waiting task keeps 0.4 KiB, where the model kept
+        #: The last outcome, as its JSON: a waiting task keeps 0.5 KiB, where the model kept
         #: 3.2 KiB (its field sets and counts); it is read back for a verdict only.
         self._last: bytes | None = None
         self._seen: Mapping[SeenKey, float] = {}
