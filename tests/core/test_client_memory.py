@@ -1,5 +1,6 @@
-"""The client hands back the memory big answers took: once after a burst of them, never for
-small ones (pure: the trim is a stand-in; the real one is glibc's)."""
+"""The client hands back the memory answers took: once after a burst that reached the bound,
+never while the answers read since the last trim stay below it (pure: the trim is a
+stand-in; the real one is glibc's)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def _counted() -> tuple[Trimmer, list[float], list[int]]:
     ("sizes", "trims"),
     [
         pytest.param([], 0, id="nothing-read"),
-        pytest.param([TRIM_AFTER_BYTES - 1] * 50, 0, id="small-answers-never"),
+        pytest.param([TRIM_AFTER_BYTES // 8] * 7, 0, id="below-the-bound-in-all"),
+        pytest.param([TRIM_AFTER_BYTES // 8] * 8, 1, id="small-answers-that-add-up"),
         pytest.param([TRIM_AFTER_BYTES], 1, id="one-big-answer"),
         pytest.param([TRIM_AFTER_BYTES * 4] * 20, 1, id="a-burst-is-trimmed-once"),
     ],
@@ -35,6 +37,28 @@ async def test_a_trim_after_big_answers(sizes: list[int], trims: int) -> None:
         trimmer.answered(size)
     await asyncio.sleep(DELAY * 1.5)
     assert (len(calls), len(durations)) == (trims, trims)
+
+
+async def test_the_count_starts_again_after_a_trim() -> None:
+    trimmer, _, calls = _counted()
+    trimmer.answered(TRIM_AFTER_BYTES)
+    await asyncio.sleep(DELAY * 2)
+    trimmer.answered(TRIM_AFTER_BYTES - 1)  # below the bound since the trim
+    await asyncio.sleep(DELAY * 2)
+    assert calls == [1]
+    trimmer.answered(1)
+    await asyncio.sleep(DELAY * 2)
+    assert calls == [1, 1]
+
+
+async def test_answers_that_keep_coming_put_a_trim_off_only_so_long() -> None:
+    calls: list[int] = []
+    trimmer = Trimmer(trim=lambda: calls.append(1), delay=DELAY, wait_max=DELAY * 3)
+    trimmer.answered(TRIM_AFTER_BYTES)
+    for _ in range(8):  # an answer every half delay, for four delays
+        await asyncio.sleep(DELAY / 2)
+        trimmer.answered(10)
+    assert calls == [1]  # ran at the longest wait, while the answers still came
 
 
 async def test_the_trim_waits_for_the_burst_to_end() -> None:
