@@ -167,7 +167,8 @@ def _compacted(
     kept.clear()
     items.clear()
     found: list[Any] = json.loads(blob)
-    return shared(found)  # equal values of the page's objects: one string each
+    shared(found)  # equal values of the page's objects: one string each
+    return found
 
 
 @dataclass
