@@ -232,13 +232,17 @@ class Step:
 
 
 def pod_processes(record: dict[str, Any], uid: str) -> set[int]:
-    """The processes of a pod on the real node (its cgroups below the node's own)."""
+    """The processes of a pod on the real node (its cgroups below the node's own). A
+    container that ends between the walk and the read (the step's init container) takes its
+    cgroup with it: it has no processes left."""
     marks = (f"pod{uid}", f"pod{uid.replace('-', '_')}")
     pids: set[int] = set()
     for mount in cgroup_mounts():
         for dirpath, _, files in os.walk(mount / record["cgroup"]):
             if "cgroup.procs" in files and any(m in dirpath for m in marks):
-                pids.update(int(p) for p in Path(dirpath, "cgroup.procs").read_text().split())
+                with contextlib.suppress(FileNotFoundError):
+                    procs = Path(dirpath, "cgroup.procs").read_text()
+                    pids.update(int(p) for p in procs.split())
     return pids
 
 
