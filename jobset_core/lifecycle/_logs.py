@@ -72,6 +72,7 @@ __all__ = [
     "failed_pod_logs",
     "read_log",
     "run_follower",
+    "run_pods",
     "stop_follower",
     "unreadable",
 ]
@@ -258,9 +259,9 @@ class Follower:
         runs or not), from where its cursor stands.
 
         The observer's view may trail the run's end: a container it still shows running or
-        not started, a pod it has not seen, a stream still being opened or waiting to be
-        retried. The run has ended, so the cluster's own list of its pods is read then (one
-        request); a view that shows every selected log ended and read costs nothing."""
+        not started, a pod it has not seen, a stream still being opened. The run has ended,
+        so the cluster's own list of its pods is read then (one request); a view that shows
+        every selected log ended costs nothing."""
         observation = self.tracked.observation()
         selection = await self._select(observation.pods, observation)
         trailing = (
@@ -277,7 +278,6 @@ class Follower:
             task.cancel()  # a follow in flight: read again below, from its cursor
         if self.tasks:
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
-        self.running = {}
         for ref in selection.streams:
             if ref.key not in self.done:
                 self.tasks[ref.key] = asyncio.create_task(self._stream(ref, follow=False))
@@ -300,14 +300,11 @@ class Follower:
 
     async def _list_pods(self) -> list[Any] | None:
         """The run's pods as the API server lists them now (``None``: it could not say)."""
-        handle = self.handle
-        selector = ident.jobset_selector(handle.name, handle.uid or None)
         try:
-            found = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
+            return await run_pods(self.client, self.handle)
         except JobSetError as error:
-            log.info("could not list the pods of %s for its last logs: %s", handle.name, error)
+            log.info("could not list the pods of %s for its last logs: %s", self.handle.name, error)
             return None
-        return list(found.items)
 
     async def _drain(self) -> None:
         """Stop what still follows; let the last reads end (the caller bounds how long)."""
@@ -465,14 +462,21 @@ async def stop_follower(task: asyncio.Task[None], control: FollowControl, drain:
         await asyncio.wait({task})
 
 
+async def run_pods(client: Client, handle: Handle) -> list[Any]:
+    """The run's pods as the API server lists them now (not a namesake's)."""
+    selector = ident.jobset_selector(handle.name, handle.uid or None)
+    found = await client.list(POD, namespace=handle.namespace, label_selector=selector)
+    return list(found.items)
+
+
 async def failed_pod_logs(client: Client, handle: Handle, *, tail_lines: int) -> dict[str, str]:
     """The last ``tail_lines`` lines of every failed or crash-looping container of the run,
     by pod name (``pod/container`` when several of a pod failed); a log that cannot be read any
     more says so in words."""
-    selector = ident.jobset_selector(handle.name, handle.uid or None)
-    pods = await client.list(POD, namespace=handle.namespace, label_selector=selector)
     out: dict[str, str] = {}
-    for view in sorted(map(podread.PodView.of, pods.items), key=lambda v: v.name):
+    for view in sorted(
+        map(podread.PodView.of, await run_pods(client, handle)), key=lambda v: v.name
+    ):
         name = view.name
         containers = failed_containers(view.raw)
         for container, previous in containers:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jobset_core import identity as ident
 from jobset_core import labels as L
 from jobset_core import pods as podread
 from jobset_core.backends import BackendProtocol, Handle, Pass, Submission
@@ -31,13 +30,14 @@ from jobset_core.lifecycle._logs import (
     LogSink,
     RunCursorStore,
     run_follower,
+    run_pods,
     stop_follower,
 )
 from jobset_core.lifecycle.verdict import Verdict
 from jobset_core.observe import Kind, Observation, Observer, Target, Tracked, backoff
 from jobset_core.outcome import Progress
 from jobset_core.policy.queue import kueue_event
-from jobset_core.resources import EVENT, POD
+from jobset_core.resources import EVENT
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
@@ -335,13 +335,10 @@ class _Watch:
         )
 
     async def _listed_pods(self) -> Sequence[Mapping[str, Any]]:
-        handle = self.handle
-        selector = ident.jobset_selector(handle.name, handle.uid or None)
         try:
-            pods = await self.client.list(POD, namespace=handle.namespace, label_selector=selector)
+            return await run_pods(self.client, self.handle)
         except JobSetError:
             return []  # the verdict stands; only its result is unknown
-        return pods.items
 
 
 async def kueue_events(client: Client, handle: Handle) -> tuple[dict[str, Any], ...]:
