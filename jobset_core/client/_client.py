@@ -188,14 +188,22 @@ class Client:
         self._unreachable_at: float | None = None
 
     async def aclose(self) -> None:
-        """Close the connections."""
+        """Close the connections: every pool, even when a cancellation comes meanwhile (it is
+        raised once all are closed)."""
         self._trimmer.cancel()
         pools, self._pools = self._pools, None
         h2_pool, self._h2 = self._h2, None
+        closers = [api.close for api in pools or ()]
         if h2_pool is not None:
-            await h2_pool.aclose()
-        for api in pools or ():
-            await api.close()
+            closers.append(h2_pool.aclose)
+        cancelled: asyncio.CancelledError | None = None
+        for close in closers:
+            try:
+                await close()
+            except asyncio.CancelledError as error:
+                cancelled = error
+        if cancelled is not None:
+            raise cancelled
 
     async def __aenter__(self) -> Client:
         await self._api(streaming=False)

@@ -147,8 +147,11 @@ async def _release(registry: _Registry, key: tuple[str, Scope], lease: _Lease) -
     lease.count -= 1
     if lease.count <= 0 and registry.leases.get(key) is lease:
         del registry.leases[key]
-        await lease.observer.aclose()
-        await lease.observer.client.aclose()
+        try:
+            await lease.observer.aclose()
+        finally:  # even when a cancellation comes meanwhile (a loop that closes): no client
+            # is ever left open, with connections nothing would close
+            await lease.observer.client.aclose()
 
 
 def linger(observer: Observer, work: Awaitable[None]) -> None:
