@@ -57,6 +57,12 @@ _CHILD_LABELS = (
     L.COORDINATOR,
 )
 _POD_ANNOTATIONS = (L.JOB_COMPLETION_INDEX,)
+#: A pod's conditions a decision reads: ``PodScheduled`` (a pod no node fits) and ``Ready``
+#: (the run's view); the rest (``Initialized``, ``ContainersReady``, ...) change with them.
+_POD_CONDITIONS = frozenset(("PodScheduled", "Ready"))
+_CONDITION_KEYS = ("type", "status", "reason", "message", "lastTransitionTime")
+#: What a decision reads of a container's status (its image and IDs it does not).
+_CONTAINER_KEYS = ("name", "state", "lastState", "restartCount")
 _WORKLOAD_LABELS = (L.KUEUE_JOB_UID, L.KUEUE_QUEUE)
 
 
@@ -135,7 +141,7 @@ def _trim_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "metadata": _trimmetadata(obj, label_keys=_CHILD_LABELS),
         "spec": spec,
-        "status": dict(obj.get("status") or {}),
+        "status": {k: v for k, v in (obj.get("status") or {}).items() if v != {}},
     }
 
 
@@ -149,23 +155,36 @@ def _trim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     containers = [
         {"name": c.get("name")} for c in spec.get("containers") or [] if isinstance(c, Mapping)
     ]
-    status = _pick(
-        obj.get("status"),
-        (
-            "phase",
-            "reason",
-            "message",
-            "conditions",
-            "containerStatuses",
-            "initContainerStatuses",
-            "startTime",
-        ),
-    )
+    found = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    assert isinstance(found, Mapping)
+    status = _pick(found, ("phase", "reason", "message", "startTime"))
+    conditions = [
+        _pick(c, _CONDITION_KEYS)
+        for c in _items(found.get("conditions"))
+        if c.get("type") in _POD_CONDITIONS
+    ]
+    if conditions:
+        status["conditions"] = conditions
+    for key in ("initContainerStatuses", "containerStatuses"):
+        statuses = [_container_status(s) for s in _items(found.get(key))]
+        if statuses:
+            status[key] = statuses
     return {
         "metadata": meta,
         "spec": {"containers": containers, **_pick(spec, ("nodeName", "restartPolicy"))},
         "status": status,
     }
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _container_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    out = _pick(status, _CONTAINER_KEYS)
+    if not out.get("lastState"):  # {}: it never ended before
+        out.pop("lastState", None)
+    return out
 
 
 def _trim_event(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -178,3 +178,98 @@ def test_one_objects_equal_values_are_shared_and_the_rest_untouched() -> None:
     assert shared(obj) is obj
     assert obj == before
     assert obj["a"] is obj["b"][0]["c"] is obj["d"]["e"]
+
+
+#: A pod as a kubelet reports one that ran, failed once and runs again: every condition,
+#: init and regular containers, a last state, IDs and images.
+_FULL_POD: dict[str, Any] = {
+    "metadata": {
+        **OBJECTS[Kind.POD]["metadata"],
+        "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "train-workers-0", "uid": "j"}
+        ],
+    },
+    "spec": OBJECTS[Kind.POD]["spec"],
+    "status": {
+        "phase": "Running",
+        "startTime": "t0",
+        "conditions": [
+            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": "t1"}
+            for t in ("PodReadyToStartContainers", "Initialized", "ContainersReady")
+        ]
+        + [
+            {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "m"},
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": "t0",
+            },
+        ],
+        "initContainerStatuses": [
+            {
+                "name": "init",
+                "image": "i",
+                "imageID": "sha256:1",
+                "containerID": "c://1",
+                "ready": True,
+                "started": False,
+                "restartCount": 0,
+                "lastState": {},
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "containerID": "c://1",
+                        "finishedAt": "t1",
+                    }
+                },
+            },
+        ],
+        "containerStatuses": [
+            {
+                "name": "main",
+                "image": "x",
+                "imageID": "sha256:2",
+                "containerID": "c://2",
+                "ready": False,
+                "started": True,
+                "restartCount": 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 3,
+                        "reason": "Error",
+                        "message": "boom",
+                        "containerID": "c://2",
+                    }
+                },
+            },
+        ],
+        "hostIP": "10.0.0.2",
+        "podIP": "10.0.0.1",
+        "qosClass": "BestEffort",
+    },
+}
+
+
+def test_a_trimmed_pod_reads_as_the_whole_one_and_keeps_only_what_is_read() -> None:
+    from dataclasses import replace
+
+    from jobset_core.pods import PodView
+
+    trimmed = trim(Kind.POD, _FULL_POD)
+    whole = PodView.of(_FULL_POD)
+    read = [c for c in whole.conditions if c.type in ("PodScheduled", "Ready")]
+    labels = {k: v for k, v in whole.labels.items() if k != "unrelated"}
+    assert replace(PodView.of(trimmed), raw=whole.raw) == replace(
+        whole, conditions=tuple(read), labels=labels
+    )
+    status = trimmed["status"]
+    assert [c["type"] for c in status["conditions"]] == ["Ready", "PodScheduled"]
+    assert "lastProbeTime" not in status["conditions"][1]
+    assert [sorted(s) for s in status["initContainerStatuses"]] == [
+        ["name", "restartCount", "state"]  # an empty last state is no state
+    ]
+    assert sorted(status["containerStatuses"][0]) == ["lastState", "name", "restartCount", "state"]
+    assert trim(Kind.POD, trimmed) == trimmed
