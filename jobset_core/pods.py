@@ -38,6 +38,7 @@ __all__ = [
     "failed_containers",
     "failed_pods",
     "log_pod_target",
+    "mappings",
     "metadata",
     "object_labels",
     "pod_container",
@@ -60,7 +61,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
-def _items(value: Any) -> list[Mapping[str, Any]]:
+def mappings(value: Any) -> list[Mapping[str, Any]]:
     """The mappings of a list field (anything else in it, or a field that is no list, is
     skipped)."""
     if not isinstance(value, (list, tuple)):
@@ -219,7 +220,7 @@ class PodCondition:
 
 
 def _owner_job(meta: Mapping[str, Any]) -> str | None:
-    for ref in _items(meta.get("ownerReferences")):
+    for ref in mappings(meta.get("ownerReferences")):
         if ref.get("kind") == "Job" and ref.get("name"):
             return str(ref["name"])
     return None
@@ -281,9 +282,9 @@ class PodView:
         statuses = [
             *(
                 ContainerStatus.of(s, init=True)
-                for s in _items(status.get("initContainerStatuses"))
+                for s in mappings(status.get("initContainerStatuses"))
             ),
-            *(ContainerStatus.of(s) for s in _items(status.get("containerStatuses"))),
+            *(ContainerStatus.of(s) for s in mappings(status.get("containerStatuses"))),
         ]
         return cls(
             raw=pod,
@@ -300,10 +301,10 @@ class PodView:
             phase=_text(status.get("phase")),
             owner_job=_owner_job(meta),
             containers=tuple(
-                _text(c.get("name")) for c in _items(_mapping(pod.get("spec")).get("containers"))
+                _text(c.get("name")) for c in mappings(_mapping(pod.get("spec")).get("containers"))
             ),
             statuses=tuple(statuses),
-            conditions=tuple(PodCondition.of(c) for c in _items(status.get("conditions"))),
+            conditions=tuple(PodCondition.of(c) for c in mappings(status.get("conditions"))),
         )
 
     @property

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobset_core import labels as L
-from jobset_core.pods import metadata, object_labels
+from jobset_core.pods import mappings, metadata, object_labels
 from jobset_core.resources import CONFIG_MAP, EVENT, JOB, JOBSET, POD, WORKLOAD, ApiResource
 
 __all__ = [
@@ -160,13 +160,13 @@ def _trim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     status = _pick(found, ("phase", "reason", "message", "startTime"))
     conditions = [
         _pick(c, _CONDITION_KEYS)
-        for c in _items(found.get("conditions"))
+        for c in mappings(found.get("conditions"))
         if c.get("type") in _POD_CONDITIONS
     ]
     if conditions:
         status["conditions"] = conditions
     for key in ("initContainerStatuses", "containerStatuses"):
-        statuses = [_container_status(s) for s in _items(found.get(key))]
+        statuses = [_container_status(s) for s in mappings(found.get(key))]
         if statuses:
             status[key] = statuses
     return {
@@ -174,10 +174,6 @@ def _trim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
         "spec": {"containers": containers, **_pick(spec, ("nodeName", "restartPolicy"))},
         "status": status,
     }
-
-
-def _items(value: Any) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _container_status(status: Mapping[str, Any]) -> dict[str, Any]:
