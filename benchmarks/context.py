@@ -26,9 +26,15 @@ class Floor:
 
     def seen(self) -> dict[tuple[str, str, str], float]:
         """When each object was first seen ended, by (resource, namespace, name)."""
-        return {
-            (m["resource"], m["ns"], m["name"]): float(m["at"]) for m in self.subject.of("seen")
-        }
+        return self._moments("seen")
+
+    def recorded(self) -> dict[tuple[str, str, str], float]:
+        """When the floor's own write after seeing a native run's Job ended came back, by
+        (resource, namespace, name)."""
+        return self._moments("recorded")
+
+    def _moments(self, event: str) -> dict[tuple[str, str, str], float]:
+        return {(m["resource"], m["ns"], m["name"]): float(m["at"]) for m in self.subject.of(event)}
 
 
 @dataclass
@@ -70,14 +76,17 @@ class Context:
         *,
         resources: Sequence[str] | None = None,
         identity: Identity | None = None,
+        record: bool = False,
     ) -> Iterator[Floor]:
         """The raw watches over the namespaces named ``prefix...``, for the block (of JobSets,
         Jobs and pods, unless ``resources`` names others; as the ``floor`` identity unless
-        another is given)."""
+        another is given; ``record``: with one write after each native Job seen ended)."""
         identity = identity or self.identity("floor")
         spec: dict[str, Any] = {"prefix": prefix}
         if resources is not None:
             spec["resources"] = list(resources)
+        if record:
+            spec["record"] = True
         subject = self.subject(f"floor-{prefix}", "benchmarks.floor", spec, identity)
         subject.wait_for("ready", 120)
         try:

@@ -160,7 +160,7 @@ GOALS: list[Goal] = [
         ),
     ),
     Goal(
-        "detection p95 on the native backend within 1.25x the raw-watch floor",
+        "detection p95 on the native backend within 1.25x its floor",
         _family("detection: p95", "(native)"),
         1.25,
         relative=True,
@@ -168,15 +168,13 @@ GOALS: list[Goal] = [
         why_missed=(
             "the measured moment is the child Job's status write. A run that completes with "
             "every Job of its attempt complete is judged as soon as the waiter's pass decides "
-            "it (every waiter reaches that end, in whatever order it saw the Jobs), and its "
-            "status is written to the anchor after the verdict; the worker and both deferred "
-            "ways answer before that write (1.9-2.3x the floor when every verdict waited for "
-            "it). Where missed, the poking sensor: each poke is a session of its own (the "
-            "synchronous facade runs each call to its end, with no background loop), and a "
-            "session closes only once the writes that outlive a verdict are done, because "
-            "the sensor's process may end right after its poke: its answer carries the "
-            "anchor's status write (a merge patch with the anchor's resourceVersion as its "
-            "precondition, 14-136 ms in a burst of runs ending in the same second)"
+            "it, and its status is written to the anchor after the verdict: the worker and "
+            "both deferred ways answer before that write, against the raw watch. The poking "
+            "sensor's answer carries the write (each poke is a session of its own, with no "
+            "background loop, and its process may end right after it), so its floor is the "
+            "raw watch and one write; that write is a merge patch with the anchor's "
+            "resourceVersion as its precondition, 14-136 ms in a burst of runs ending in the "
+            "same second"
         ),
     ),
     Goal(

@@ -93,7 +93,7 @@ class Profile:
 PROFILES = {
     "full": Profile(
         name="full",
-        rounds=30,
+        rounds=80,
         period=2.5,
         lead=7.0,
         tasks=1000,

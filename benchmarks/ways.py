@@ -1,9 +1,10 @@
 """The detection ways, as their users run them (``python -m benchmarks.ways <spec.json>``).
 
-Two processes, as Airflow has them:
+Processes as Airflow has them:
 
-``workers``    worker mode, in threads (one per task, each its own Airflow worker would be):
-               ``JobSetOperator.execute`` (it submits, waits, finishes) and
+``workers``    worker mode, one process per way and backend (each task runs in a process of
+               its own; the runs of overlapping rounds in threads of it):
+               ``JobSetOperator.execute`` (it submits, waits, finishes) or
                ``JobSetSensor`` in ``poke`` mode (its poke waits up to ``poke_interval``).
 ``triggerer``  one event loop for every deferred task: ``JobSetOperator(deferrable=True)``'s
                trigger, ``JobSetSensor(deferrable=True)``'s, and the anchors

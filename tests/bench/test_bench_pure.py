@@ -254,3 +254,24 @@ def test_the_committed_page_is_what_the_committed_results_make() -> None:
     assert committed == page(results), "run `make bench` (or `python -m benchmarks report`)"
     assert results.profile == "full"
     assert table(results).count("\n") == len(results.figures)
+
+
+@pytest.mark.parametrize(
+    ("resource", "owners", "expected"),
+    [
+        ("jobs", [("ConfigMap", "anchor")], True),  # a native run's Job: its anchor owns it
+        ("jobs", [("JobSet", "js")], False),  # the controller's
+        ("jobs", [], False),  # a Job of nobody's (the anchors' KubernetesJobTrigger)
+        ("pods", [("ConfigMap", "anchor")], False),  # only Jobs end a native run
+    ],
+)
+def test_the_floor_records_only_a_native_runs_jobs(
+    resource: str, owners: list[tuple[str, str]], expected: bool
+) -> None:
+    from kubernetes.client import V1Job, V1ObjectMeta, V1OwnerReference
+
+    from benchmarks import floor
+
+    refs = [V1OwnerReference(api_version="v1", kind=k, name=n, uid="u") for k, n in owners]
+    job = V1Job(metadata=V1ObjectMeta(name="j", namespace="n", owner_references=refs or None))
+    assert floor.native_job(resource, job) is expected
