@@ -114,15 +114,12 @@ GOALS: list[Goal] = [
             "pod of its run (about 8.6 KiB as the objects of a list page, equal values "
             "shared; 3.1 KiB as their JSON text) and its wait (about 10 KiB: coroutines, "
             "asyncio task, request, handle, judge, pod views, spread over some 40 places of "
-            "less than 2 KiB each). The memory a list page took is handed back to the system "
-            "(glibc's malloc_trim, 12 KiB a task) and a wait keeps its last outcome as JSON "
-            "(3.2 -> 0.5 KiB): 40.7-50.6 KiB before, 30.8-32.1 in this run but for the "
-            "per-namespace identity at 10 and 100 namespaces (43 KiB), whose lists, one per "
-            "namespace and kind, each stayed below the 1 MiB that set off a trim; the trim "
-            "now counts every answer since the last one (re-measured alone: 32.2 KiB at 10 "
-            "namespaces, see the notes). Below 20 KiB needs runs kept as their JSON text, "
-            "read back only while judged, and a wait that is not a chain of coroutines and "
-            "objects of its own per task"
+            "less than 2 KiB each). An identity bound to each of 100 namespaces also runs an "
+            "informer per namespace and kind (about 400, where a cluster-wide identity runs "
+            "one per kind): about 12 KiB a task more at 1,000 tasks. Below 20 KiB needs runs "
+            "kept as their JSON text, read back only while judged, a wait that is not a "
+            "chain of coroutines and objects of its own per task, and, bound to namespaces, "
+            "an informer that costs less than a few KiB"
         ),
     ),
     Goal(
