@@ -104,6 +104,8 @@ class Pass:
         deleted: The run's TTL expired and its anchor was deleted.
         linger: Seconds until the TTL expires, when a waiter should stay for it.
         failure: ``(reason, message)`` of a child object that cannot be created.
+        blocked: A child object could not be created because a namesake of an older run is
+            still going: drive again when something changes or after a backoff, not at once.
     """
 
     acted: bool = False
@@ -112,6 +114,7 @@ class Pass:
     deleted: bool = False
     linger: float | None = None
     failure: tuple[str, str] | None = None
+    blocked: bool = False
 
 
 class BackendProtocol(Protocol):

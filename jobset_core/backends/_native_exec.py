@@ -30,6 +30,7 @@ __all__ = [
     "child_views",
     "controller_owner_uid",
     "foreign_job",
+    "going",
     "plan_pass",
     "settled",
 ]
@@ -70,6 +71,16 @@ def foreign_job(anchor: Anchor, existing: Mapping[str, Any]) -> str | None:
     if meta.get("deletionTimestamp") or controller_owner_uid(existing) is not None:
         return None
     return f"Job {meta.get('name')} already exists and is not owned by this run"
+
+
+def going(anchor: Anchor, existing: Mapping[str, Any]) -> bool:
+    """Whether a child object that blocks the creation of one of ours (same name) is on its
+    way out: being deleted, or controlled by an older anchor of the same name, which garbage
+    collection removes. The creation is tried again once it is gone, not at once: upstream's
+    create fails and its reconcile is queued again with a backoff."""
+    meta = existing.get("metadata") or {}
+    owner = controller_owner_uid(existing)
+    return bool(meta.get("deletionTimestamp")) or (owner is not None and owner != anchor.uid)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from jobset_core.backends._anchor import (
     with_patch,
 )
 from jobset_core.backends._base import Handle, Pass, Remember, Submission
-from jobset_core.backends._native_exec import NativePass, foreign_job, plan_pass
+from jobset_core.backends._native_exec import NativePass, foreign_job, going, plan_pass
 from jobset_core.backends._run_object import RunObjectBackend
 from jobset_core.client import render_selector
 from jobset_core.errors import (
@@ -191,7 +191,7 @@ class NativeBackend(RunObjectBackend):
         if step.plan.problem is not None:
             raise JobSetError(f"JobSet {handle.namespace}/{handle.name}: {step.plan.problem}")
         try:
-            await self._send(anchor, step, remember)
+            blocked = await self._send(anchor, step, remember)
         except _CannotCreate as failed:
             return Pass(failure=(failed.reason, failed.message))
         if step.status_patch is not None and step.settled:
@@ -211,7 +211,8 @@ class NativeBackend(RunObjectBackend):
             await self.cancel(handle)
             return Pass(acted=True, finished=True, deleted=True)
         return Pass(
-            acted=step.acted,
+            acted=step.acted and not blocked,
+            blocked=blocked,
             restarted=step.restart is not None,
             finished=step.plan.stage == "Finished",
             linger=self._linger(step),
@@ -297,7 +298,8 @@ class NativeBackend(RunObjectBackend):
         left = step.ttl_remaining
         return left if left is not None and left <= self._ttl_linger else None
 
-    async def _send(self, anchor: Anchor, step: NativePass, remember: Remember) -> None:
+    async def _send(self, anchor: Anchor, step: NativePass, remember: Remember) -> bool:
+        """Send the pass; whether a creation met a namesake still going (:func:`going`)."""
         namespace = anchor.namespace
         for deletion in step.delete_jobs:
             with contextlib.suppress(NotFound, Conflict):  # gone, or a namesake: not ours
@@ -306,49 +308,73 @@ class NativeBackend(RunObjectBackend):
                 )
                 if answer is not None and answer.get("kind") == "Job":
                     remember(Kind.JOB, answer)
+        blocked = False
         if step.service is not None and anchor.uid not in self._services:
-            try:
-                await self._client.create(SERVICE, step.service, namespace=namespace)
-            except Conflict:
-                pass  # exists: upstream uses any Service of that name too
-            except ApiError as err:
-                raise _CannotCreate("HeadlessServiceCreationFailed", str(err)) from err
-            self._services.add(anchor.uid)
-        await self._create_jobs(anchor, step.create_jobs, remember)
+            blocked = await self._create_service(anchor, step.service)
+        blocked = await self._create_jobs(anchor, step.create_jobs, remember) or blocked
         for name in step.suspend_jobs:
             await self._patch_job(name, namespace, True, remember)
         for name in step.resume_jobs:
             await self._patch_job(name, namespace, False, remember)
+        return blocked
 
-    async def _create_job(self, anchor: Anchor, job: Mapping[str, Any], remember: Remember) -> None:
+    async def _create_service(self, anchor: Anchor, service: Mapping[str, Any]) -> bool:
+        """Create the headless Service; whether an older run's namesake blocks it (it is not
+        watched: the waiter's backoff tries again)."""
+        namespace = anchor.namespace
+        try:
+            await self._client.create(SERVICE, service, namespace=namespace)
+        except Conflict:  # upstream uses any Service of that name, unless it is going
+            try:
+                existing = await self._client.get(
+                    SERVICE, service["metadata"]["name"], namespace=namespace
+                )
+            except NotFound:
+                return True  # gone meanwhile
+            if going(anchor, existing):
+                return True
+        except ApiError as err:
+            raise _CannotCreate("HeadlessServiceCreationFailed", str(err)) from err
+        self._services.add(anchor.uid)
+        return False
+
+    async def _create_job(self, anchor: Anchor, job: Mapping[str, Any], remember: Remember) -> bool:
+        """Create one Job; whether a namesake still going blocks it (its deletion is watched,
+        so it is not handed to the observer: a late copy could outlive it there)."""
         name, why = job["metadata"]["name"], "JobCreationFailed"
         try:
             created = await self._client.create(JOB, job, namespace=anchor.namespace)
         except Conflict:  # ours from an earlier pass or process; else it never goes away
-            with contextlib.suppress(NotFound):
+            try:
                 existing = await self._client.get(JOB, name, namespace=anchor.namespace)
-                problem = foreign_job(anchor, existing)
-                if problem is not None:
-                    raise _CannotCreate(why, problem) from None
-                remember(Kind.JOB, existing)
-            return
+            except NotFound:
+                return False  # gone meanwhile: the next pass creates it
+            problem = foreign_job(anchor, existing)
+            if problem is not None:
+                raise _CannotCreate(why, problem) from None
+            if going(anchor, existing):
+                return True
+            remember(Kind.JOB, existing)
+            return False
         except ApiError as err:
             raise _CannotCreate(why, str(err)) from err
         remember(Kind.JOB, created)
+        return False
 
     async def _create_jobs(
         self, anchor: Anchor, jobs: tuple[dict[str, Any], ...], remember: Remember
-    ) -> None:
+    ) -> bool:
         gate = asyncio.Semaphore(MAX_CONCURRENT_CREATES)
 
-        async def create(job: dict[str, Any]) -> None:
+        async def create(job: dict[str, Any]) -> bool:
             async with gate:
-                await self._create_job(anchor, job, remember)
+                return await self._create_job(anchor, job, remember)
 
         results = await asyncio.gather(*(create(job) for job in jobs), return_exceptions=True)
         for result in results:  # every create was tried; report the first failure
             if isinstance(result, BaseException):
                 raise result
+        return any(results)
 
     async def _patch_job(
         self, name: str, namespace: str, suspend: bool, remember: Remember

@@ -141,6 +141,7 @@ class _Watch:
         submission = waiting.submission
         self._refused = submission.refused if submission is not None else None
         self._failures = 0
+        self._blocked = 0
         self._kueue_version: Any = None
         self._kueue_said: tuple[dict[str, Any], ...] = ()
 
@@ -210,13 +211,22 @@ class _Watch:
                 return await self._settle(step, moved)
             if moved.acted:
                 continue  # what the pass wrote is observed already: plan the next one
-            recheck_at = step.recheck_at
+            recheck_at = self._blocked_until(moved, step.recheck_at, now)
             # What this look made is not kept through the wait (a triggerer holds a
             # thousand of these waits): the next look starts from the observer's snapshot.
             del observation, seen, step, moved
             timed_out = await self._next_change(started, now, recheck_at)
             if timed_out is not None:
                 return timed_out
+
+    def _blocked_until(self, moved: Pass, recheck_at: float | None, now: float) -> float | None:
+        """The recheck, sooner when a creation met an older run's namesake still going: one
+        more pass after a backoff (a Service's going is not watched), none at once."""
+        self._blocked = self._blocked + 1 if moved.blocked else 0
+        if not self._blocked:
+            return recheck_at
+        retry_at = now + backoff(self._blocked, random.random())
+        return retry_at if recheck_at is None else min(recheck_at, retry_at)
 
     async def _next_change(
         self, started: float, now: float, recheck_at: float | None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HOLD", "finalizers", "hold", "run_names"]
+__all__ = ["HOLD", "finalizers", "hold", "hold_child", "run_names"]
 
 #: The tests' finalizer.
 HOLD = "test.example/hold"
@@ -24,6 +24,15 @@ def hold(devcluster: Any, backend: str, namespace: str, name: str, held: bool) -
     else:  # a JSON patch: a strategic merge would keep the finalizers
         change = [{"op": "add", "path": "/metadata/finalizers", "value": value}]
         devcluster.core.patch_namespaced_config_map(name, namespace, change)
+
+
+def hold_child(devcluster: Any, kind: str, namespace: str, name: str, held: bool) -> None:
+    """Set a child Job's or Service's finalizers to the tests' (``held``) or to none."""
+    change = [{"op": "add", "path": "/metadata/finalizers", "value": [HOLD] if held else []}]
+    if kind == "Job":
+        devcluster.batch.patch_namespaced_job(name, namespace, change)
+    else:
+        devcluster.core.patch_namespaced_service(name, namespace, change)
 
 
 def finalizers(devcluster: Any, backend: str, namespace: str, name: str) -> list[str]:

@@ -23,7 +23,7 @@ from jobset_core.backends._anchor import (
     parse_anchor,
     with_patch,
 )
-from jobset_core.backends._native_exec import child_views, foreign_job, plan_pass
+from jobset_core.backends._native_exec import child_views, foreign_job, going, plan_pass
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Phase
 from jobset_core.policy import conditions as c
@@ -216,6 +216,29 @@ def test_foreign_job(job: dict[str, Any], foreign: bool) -> None:
     assert (problem is not None) == foreign
     if foreign:
         assert problem == "Job demo-a-0 already exists and is not owned by this run"
+
+
+@pytest.mark.parametrize(
+    ("existing", "is_going"),
+    [
+        pytest.param(api_job("a"), False, id="ours: adopted"),
+        pytest.param(api_job("a", deleting=True), True, id="ours, being deleted"),
+        pytest.param(api_job("a", owner=("v1", "ConfigMap", "older")), True, id="older-anchor"),
+        pytest.param({"metadata": {"name": "demo"}}, False, id="a user's: used or refused"),
+        pytest.param(
+            {"metadata": {"name": "demo", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+            True,
+            id="a user's, being deleted",
+        ),
+        pytest.param(
+            api_job("a", owner=("jobset.x-k8s.io/v1alpha2", "JobSet", "js")),
+            False,
+            id="a jobset's: not an anchor's",
+        ),
+    ],
+)
+def test_a_namesake_going_is_waited_for(existing: dict[str, Any], is_going: bool) -> None:
+    assert going(make_anchor(rjob("a")), existing) is is_going
 
 
 def test_nothing_to_do_writes_nothing() -> None:

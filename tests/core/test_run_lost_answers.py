@@ -15,17 +15,19 @@ the fault proxy (``tests/cluster/faultproxy.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from jobset_core.models import JobSet
 from jobset_core.outcome import Phase
 from tests.cluster.faultproxy import FaultProxy
-from tests.cluster.holds import hold
+from tests.cluster.holds import hold, hold_child
 from tests.core._runs import FLAVOURS, open_face
 
 pytestmark = pytest.mark.cluster
@@ -141,3 +143,66 @@ async def test_a_namesake_gone_between_the_creates_409_and_its_read_means_create
         assert run_objects(devcluster, cluster_namespace, backend) == ["vanish"]
         outcome = await face.wait(second.handle, timeout=90)
     assert outcome.phase is Phase.COMPLETED, outcome
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_an_older_runs_children_still_going_hold_the_creates_back_without_a_loop(
+    *,
+    flavour: str,
+    devcluster: Any,
+    proxy: FaultProxy,
+    cluster_namespace: str,
+    proxied: Path,
+) -> None:
+    """The earlier run's anchor was deleted in the background (``kubectl delete``'s default):
+    its Jobs and Service are still going when the same run starts again. The new run's creates
+    meet them (409, owned by the old anchor); it tries again after a backoff or when they go,
+    not at once (before, a pass followed a pass: hundreds of creates a second, which on a cold
+    CI run slowed the garbage collector past the wait's 90 s), and it ends with a Service of
+    its own (before, the old one was taken for it and then collected)."""
+    ns = cluster_namespace
+    async with open_face(flavour, proxied, "native") as face:
+        first = await face.submit(manifest("again"), namespace=ns, identity=IDENTITY)
+        children = [("Job", "again-workers-0"), ("Job", "again-workers-1"), ("Service", "again")]
+        waiting: asyncio.Future[Any] | None = None
+        try:
+            for kind, name in children:
+                hold_child(devcluster, kind, ns, name, True)
+            devcluster.core.delete_namespaced_config_map(
+                "again", ns, propagation_policy="Background"
+            )
+            ends = time.monotonic() + 60
+            while run_objects(devcluster, ns, "native"):
+                assert time.monotonic() < ends, "the anchor did not go"
+                await asyncio.sleep(0.2)
+            second = await face.submit(manifest("again"), namespace=ns, identity=IDENTITY)
+            assert second.created and second.handle.uid != first.handle.uid
+            waiting = asyncio.ensure_future(face.wait(second.handle, timeout=90))
+            # The old run's pods end meanwhile (each change of them is one more pass); then
+            # nothing changes, and only the backoff's passes try again, three creates each.
+            await asyncio.sleep(4)
+            before = proxy.stats.by_verb.get("create", 0)
+            await asyncio.sleep(3)
+            creates = proxy.stats.by_verb.get("create", 0) - before
+            assert creates <= 9, f"{creates} creates in 3 s while the namesakes were going"
+            # The Service first (its going is not watched), then the Jobs (their going is).
+            hold_child(devcluster, "Service", ns, "again", False)
+            while any(s.metadata.name == "again" for s in services(devcluster, ns)):
+                assert time.monotonic() < ends + 60, "the old Service did not go"
+                await asyncio.sleep(0.2)
+            for kind, name in children[:2]:
+                hold_child(devcluster, kind, ns, name, False)
+            outcome = await asyncio.wait_for(waiting, 120)
+        finally:  # nothing held or waiting is left behind
+            if waiting is not None:
+                waiting.cancel()
+            for kind, name in children:
+                with contextlib.suppress(ApiException):
+                    hold_child(devcluster, kind, ns, name, False)
+    assert outcome.phase is Phase.COMPLETED, outcome
+    (service,) = [s for s in services(devcluster, ns) if s.metadata.name == "again"]
+    assert [o.uid for o in service.metadata.owner_references] == [second.handle.uid]
+
+
+def services(devcluster: Any, namespace: str) -> list[Any]:
+    return list(devcluster.core.list_namespaced_service(namespace).items)
