@@ -308,35 +308,26 @@ class NativeBackend(RunObjectBackend):
                 )
                 if answer is not None and answer.get("kind") == "Job":
                     remember(Kind.JOB, answer)
-        blocked = False
         if step.service is not None and anchor.uid not in self._services:
-            blocked = await self._create_service(anchor, step.service)
-        blocked = await self._create_jobs(anchor, step.create_jobs, remember) or blocked
+            await self._create_service(anchor, step.service)
+        blocked = await self._create_jobs(anchor, step.create_jobs, remember)
         for name in step.suspend_jobs:
             await self._patch_job(name, namespace, True, remember)
         for name in step.resume_jobs:
             await self._patch_job(name, namespace, False, remember)
         return blocked
 
-    async def _create_service(self, anchor: Anchor, service: Mapping[str, Any]) -> bool:
-        """Create the headless Service; whether an older run's namesake blocks it (it is not
-        watched: the waiter's backoff tries again)."""
-        namespace = anchor.namespace
+    async def _create_service(self, anchor: Anchor, service: Mapping[str, Any]) -> None:
+        """Create the headless Service; one of that name already there is used, as upstream
+        uses any (reading whose it is would need ``get`` on Services, which the roles do not
+        grant)."""
         try:
-            await self._client.create(SERVICE, service, namespace=namespace)
-        except Conflict:  # upstream uses any Service of that name, unless it is going
-            try:
-                existing = await self._client.get(
-                    SERVICE, service["metadata"]["name"], namespace=namespace
-                )
-            except NotFound:
-                return True  # gone meanwhile
-            if going(anchor, existing):
-                return True
+            await self._client.create(SERVICE, service, namespace=anchor.namespace)
+        except Conflict:
+            pass
         except ApiError as err:
             raise _CannotCreate("HeadlessServiceCreationFailed", str(err)) from err
         self._services.add(anchor.uid)
-        return False
 
     async def _create_job(self, anchor: Anchor, job: Mapping[str, Any], remember: Remember) -> bool:
         """Create one Job; whether a namesake still going blocks it (its deletion is watched,
