@@ -14,25 +14,32 @@ _JOBSETS = ("jobset.x-k8s.io", "v1alpha2")
 _ANCHORS = "jobset-core/anchor=native"
 
 
+def _replaced(held: bool) -> list[dict[str, Any]]:
+    """A JSON patch that sets the finalizers to the tests' or to none (a strategic merge
+    would keep the others)."""
+    return [{"op": "add", "path": "/metadata/finalizers", "value": [HOLD] if held else []}]
+
+
 def hold(devcluster: Any, backend: str, namespace: str, name: str, held: bool) -> None:
     """Set the run object's finalizers to the tests' (``held``) or to none."""
-    value = [HOLD] if held else []
     if backend == "controller":  # a merge patch (custom objects): the list is replaced
         devcluster.custom.patch_namespaced_custom_object(
-            *_JOBSETS, namespace, "jobsets", name, {"metadata": {"finalizers": value}}
+            *_JOBSETS,
+            namespace,
+            "jobsets",
+            name,
+            {"metadata": {"finalizers": [HOLD] if held else []}},
         )
-    else:  # a JSON patch: a strategic merge would keep the finalizers
-        change = [{"op": "add", "path": "/metadata/finalizers", "value": value}]
-        devcluster.core.patch_namespaced_config_map(name, namespace, change)
+    else:
+        devcluster.core.patch_namespaced_config_map(name, namespace, _replaced(held))
 
 
 def hold_child(devcluster: Any, kind: str, namespace: str, name: str, held: bool) -> None:
     """Set a child Job's or Service's finalizers to the tests' (``held``) or to none."""
-    change = [{"op": "add", "path": "/metadata/finalizers", "value": [HOLD] if held else []}]
     if kind == "Job":
-        devcluster.batch.patch_namespaced_job(name, namespace, change)
+        devcluster.batch.patch_namespaced_job(name, namespace, _replaced(held))
     else:
-        devcluster.core.patch_namespaced_service(name, namespace, change)
+        devcluster.core.patch_namespaced_service(name, namespace, _replaced(held))
 
 
 def finalizers(devcluster: Any, backend: str, namespace: str, name: str) -> list[str]:
