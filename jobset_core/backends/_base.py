@@ -104,9 +104,8 @@ class Pass:
         deleted: The run's TTL expired and its anchor was deleted.
         linger: Seconds until the TTL expires, when a waiter should stay for it.
         failure: ``(reason, message)`` of a child object that cannot be created.
-        blocked: A child Job could not be created because a namesake (an older run's, or one
-            being deleted) is still going: drive again when it goes (its deletion is
-            watched) or after a backoff, not at once.
+        blocked: A child object could not be created because a namesake of an older run is
+            still going: drive again when something changes or after a backoff, not at once.
     """
 
     acted: bool = False

@@ -32,18 +32,26 @@ __all__ = [
     "foreign_job",
     "going",
     "plan_pass",
+    "service_going",
     "settled",
 ]
 
 
-def controller_owner_uid(obj: Mapping[str, Any]) -> str | None:
-    """UID of the anchor ConfigMap that controls ``obj`` (``None``: not owned by an anchor)."""
+def _controlling_anchor(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference of the anchor ConfigMap that controls ``obj`` (``None``: not owned
+    by an anchor)."""
     for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if owner.get("controller") is True:
             if owner.get("kind") == ANCHOR_KIND and owner.get("apiVersion") == "v1":
-                return str(owner.get("uid"))
+                return owner  # type: ignore[no-any-return]
             return None
     return None
+
+
+def controller_owner_uid(obj: Mapping[str, Any]) -> str | None:
+    """UID of the anchor ConfigMap that controls ``obj`` (``None``: not owned by an anchor)."""
+    owner = _controlling_anchor(obj)
+    return None if owner is None else str(owner.get("uid"))
 
 
 def child_views(anchor: Anchor, jobs: Iterable[Mapping[str, Any]]) -> list[ChildJob]:
@@ -81,6 +89,23 @@ def going(anchor: Anchor, existing: Mapping[str, Any]) -> bool:
     meta = existing.get("metadata") or {}
     owner = controller_owner_uid(existing)
     return bool(meta.get("deletionTimestamp")) or (owner is not None and owner != anchor.uid)
+
+
+def service_going(anchor: Anchor, existing: Mapping[str, Any]) -> bool:
+    """Whether the Service that blocks the creation of the run's headless Service (same name)
+    is an older run's on its way out: being deleted, or controlled by an older anchor of the
+    run's own name, which garbage collection removes. The creation is tried again once it is
+    gone; taking it would leave the run without one once it is collected.
+
+    Any other Service of that name is used as it is, as upstream uses one: a user's, or that
+    of another run sharing the subdomain (which selects that run's pods only, upstream too).
+    """
+    meta = existing.get("metadata") or {}
+    owner = _controlling_anchor(existing)
+    older = (
+        owner is not None and owner.get("name") == anchor.name and owner.get("uid") != anchor.uid
+    )
+    return bool(meta.get("deletionTimestamp")) or older
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,13 @@ from jobset_core.backends._anchor import (
     with_patch,
 )
 from jobset_core.backends._base import Handle, Pass, Remember, Submission
-from jobset_core.backends._native_exec import NativePass, foreign_job, going, plan_pass
+from jobset_core.backends._native_exec import (
+    NativePass,
+    foreign_job,
+    going,
+    plan_pass,
+    service_going,
+)
 from jobset_core.backends._run_object import RunObjectBackend
 from jobset_core.client import render_selector
 from jobset_core.errors import (
@@ -308,26 +314,35 @@ class NativeBackend(RunObjectBackend):
                 )
                 if answer is not None and answer.get("kind") == "Job":
                     remember(Kind.JOB, answer)
+        blocked = False
         if step.service is not None and anchor.uid not in self._services:
-            await self._create_service(anchor, step.service)
-        blocked = await self._create_jobs(anchor, step.create_jobs, remember)
+            blocked = await self._create_service(anchor, step.service)
+        blocked = await self._create_jobs(anchor, step.create_jobs, remember) or blocked
         for name in step.suspend_jobs:
             await self._patch_job(name, namespace, True, remember)
         for name in step.resume_jobs:
             await self._patch_job(name, namespace, False, remember)
         return blocked
 
-    async def _create_service(self, anchor: Anchor, service: Mapping[str, Any]) -> None:
-        """Create the headless Service; one of that name already there is used, as upstream
-        uses any (reading whose it is would need ``get`` on Services, which the roles do not
-        grant)."""
+    async def _create_service(self, anchor: Anchor, service: Mapping[str, Any]) -> bool:
+        """Create the headless Service; whether an older run's namesake blocks it (see
+        :func:`service_going`; Services are not watched: the waiter's backoff tries again)."""
+        namespace = anchor.namespace
         try:
-            await self._client.create(SERVICE, service, namespace=anchor.namespace)
-        except Conflict:
-            pass
+            await self._client.create(SERVICE, service, namespace=namespace)
+        except Conflict:  # used as it is, as upstream does, unless an older run's is going
+            try:
+                existing = await self._client.get(
+                    SERVICE, service["metadata"]["name"], namespace=namespace
+                )
+            except NotFound:
+                return True  # gone meanwhile
+            if service_going(anchor, existing):
+                return True
         except ApiError as err:
             raise _CannotCreate("HeadlessServiceCreationFailed", str(err)) from err
         self._services.add(anchor.uid)
+        return False
 
     async def _create_job(self, anchor: Anchor, job: Mapping[str, Any], remember: Remember) -> bool:
         """Create one Job; whether a namesake still going blocks it (its deletion is watched,

@@ -220,9 +220,8 @@ class _Watch:
                 return timed_out
 
     def _blocked_until(self, moved: Pass, recheck_at: float | None, now: float) -> float | None:
-        """The recheck, sooner when a creation met a namesake still going: one more pass
-        after a backoff (in case its deletion was seen before the creation met it), none at
-        once."""
+        """The recheck, sooner when a creation met an older run's namesake still going: one
+        more pass after a backoff (a Service's going is not watched), none at once."""
         self._blocked = self._blocked + 1 if moved.blocked else 0
         if not self._blocked:
             return recheck_at

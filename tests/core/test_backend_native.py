@@ -23,7 +23,13 @@ from jobset_core.backends._anchor import (
     parse_anchor,
     with_patch,
 )
-from jobset_core.backends._native_exec import child_views, foreign_job, going, plan_pass
+from jobset_core.backends._native_exec import (
+    child_views,
+    foreign_job,
+    going,
+    plan_pass,
+    service_going,
+)
 from jobset_core.models import JobSet, JobSetStatus
 from jobset_core.outcome import Phase
 from jobset_core.policy import conditions as c
@@ -239,6 +245,49 @@ def test_foreign_job(job: dict[str, Any], foreign: bool) -> None:
 )
 def test_a_namesake_going_is_waited_for(existing: dict[str, Any], is_going: bool) -> None:
     assert going(make_anchor(rjob("a")), existing) is is_going
+
+
+def service(owner: tuple[str, str, str, str] | None, *, deleting: bool = False) -> dict[str, Any]:
+    """A Service named ``demo`` controlled by ``(apiVersion, kind, name, uid)``, if any."""
+    meta: dict[str, Any] = {"name": "demo", "namespace": "ns"}
+    if owner is not None:
+        version, kind, name, uid = owner
+        meta["ownerReferences"] = [
+            {"apiVersion": version, "kind": kind, "name": name, "uid": uid, "controller": True}
+        ]
+    if deleting:
+        meta["deletionTimestamp"] = "2025-01-02T03:04:04Z"
+    return {"metadata": meta, "spec": {"clusterIP": "None"}}
+
+
+@pytest.mark.parametrize(
+    ("existing", "is_going"),
+    [
+        pytest.param(service(("v1", "ConfigMap", "demo", UID)), False, id="ours: used"),
+        pytest.param(
+            service(("v1", "ConfigMap", "demo", UID), deleting=True), True, id="ours, deleting"
+        ),
+        pytest.param(service(("v1", "ConfigMap", "demo", "older")), True, id="an older namesake's"),
+        pytest.param(
+            service(("v1", "ConfigMap", "other", "other-uid")),
+            False,
+            id="another run's sharing the subdomain: used, as upstream",
+        ),
+        pytest.param(
+            service(("jobset.x-k8s.io/v1alpha2", "JobSet", "demo", "js-uid")),
+            False,
+            id="a JobSet's of that name: used, as upstream",
+        ),
+        pytest.param(service(None), False, id="a user's: used, as upstream"),
+        pytest.param(service(None, deleting=True), True, id="a user's, being deleted"),
+    ],
+)
+def test_an_older_namesakes_service_is_waited_for_and_any_other_used(
+    existing: dict[str, Any], is_going: bool
+) -> None:
+    anchor = make_anchor(rjob("a"))
+    assert anchor.uid == UID
+    assert service_going(anchor, existing) is is_going
 
 
 def test_nothing_to_do_writes_nothing() -> None:
