@@ -5,7 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["finish_at", "jobset", "replicated_job"]
+from tests.cluster.localcluster.controlplane import TURN_TAINT
+
+__all__ = ["finish_at", "in_turn", "jobset", "replicated_job"]
+
+
+def in_turn(rjob: dict[str, Any]) -> dict[str, Any]:
+    """``rjob`` (a replicated job; its pod template gets a new spec) with pods that may also
+    land on the exclusive-placement turn's nodes (they tolerate the nodes' taint;
+    tests/cluster/README.md): for a test that holds the turn (the ``exclusive_placement``
+    fixture), whose exclusively placed Jobs then always find free domains, however busy the
+    other nodes are. On a cluster without those nodes the toleration changes nothing."""
+    template = rjob["template"]["spec"]["template"]
+    pod = template.get("spec") or {}
+    tolerations = [*(pod.get("tolerations") or []), {**TURN_TAINT, "operator": "Equal"}]
+    template["spec"] = {**pod, "tolerations": tolerations}  # a shared spec stays as it was
+    return rjob
 
 
 def replicated_job(

@@ -31,6 +31,7 @@ import pytest
 
 from jobset_core import jax_multislice, labels, leader_workers, pytorch_ddp
 from jobset_core.models import JobSet
+from tests.cluster.bodies import in_turn
 from tests.cluster.faultproxy import FaultProxy
 from tests.cluster.pytest_devcluster import (
     PYTHON_IMAGE,
@@ -392,7 +393,7 @@ def test_jax_multislice_two_slices_of_two_hosts_join_one_runtime_and_reduce(
     # at one moment are not enough: a cold CI run met it here too), in this cluster's turn.
     placed = js.to_dict()
     placed["metadata"]["name"] = "ms-placed"
-    pod_template = placed["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod_template = in_turn(placed["spec"]["replicatedJobs"][0])["template"]["spec"]["template"]
     pod_template["metadata"] = {"annotations": dict(NEVER_FINISH)}
     with devcluster.exclusive_turn():
         devcluster.create_jobset(cluster_namespace, placed)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.bodies import jobset, replicated_job
+from tests.cluster.bodies import in_turn, jobset, replicated_job
 
 pytestmark = pytest.mark.cluster
 
@@ -101,8 +101,10 @@ def test_exclusive_topology_puts_each_job_in_its_own_zone(
 ):
     body = jobset(
         "excl",
-        replicated_job(
-            "w", replicas=2, parallelism=3, annotations={"devcluster/never-finish": "true"}
+        in_turn(
+            replicated_job(
+                "w", replicas=2, parallelism=3, annotations={"devcluster/never-finish": "true"}
+            )
         ),
     )
     body["metadata"]["annotations"] = {EXCLUSIVE_TOPOLOGY: ZONE}
@@ -115,9 +117,9 @@ def test_exclusive_topology_puts_each_job_in_its_own_zone(
         running = [p for p in pods if p.status.phase == "Running" and p.spec.node_name]
         return running if len(running) == 6 else None
 
-    # The second Job's first pod needs a zone without any other JobSet's pod, while the first
-    # Job holds the other zone, so every other test's JobSet pods land in that one zone: on a
-    # busy suite it may empty only now and then (a cold run waited over 120 s).
+    # Each Job's first pod needs a zone without any other JobSet's pod: on a busy suite the
+    # eight nodes' two zones may empty only now and then (a cold run waited over 120 s), the
+    # turn's two zones hold no other test's pods (in_turn).
     pods = devcluster.wait_for(placed, timeout=360, desc="6 exclusive pods Running")
     labels = devcluster.node_labels()
     zones_by_job: dict[str, set[str]] = {}

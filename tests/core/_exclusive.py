@@ -68,27 +68,50 @@ def exclusivity_problems(
 async def end_once_all_live(core: Any, namespace: str, selector: str, count: int) -> bool:
     """Wait until ``count`` pods of ``selector`` run at once, then end them together (their
     template carries :data:`NEVER_FINISH`); whether they all ran at once. After a minute (less
-    than the tests' waits) the pods there are ended anyway (``False``), so the run finishes and
-    the test can say so. Two such tests at once can wait on each other: each takes its turn
-    (the ``exclusive_placement`` fixture)."""
+    than the tests' waits) the pods there are ended anyway (``False``), and so are those that
+    come in the next minute (a follower is created late, after the Job controller's backoff),
+    so the run finishes and the test can say so; what each pod was doing is printed (pytest
+    shows it with the failure). Two such tests at once can wait on each other: each takes its
+    turn (the ``exclusive_placement`` fixture), and its pods may use the turn's nodes
+    (``tests.cluster.bodies.in_turn``)."""
     deadline = time.monotonic() + 60
     live = False
     pods: list[Any] = []
     while time.monotonic() < deadline and not live:
-        listed = await asyncio.to_thread(
-            core.list_namespaced_pod, namespace, label_selector=selector
-        )
-        pods = listed.items
+        pods = await _pods(core, namespace, selector)
         running = [p for p in pods if p.status.phase == "Running"]
         live = len(running) >= count
         if not live:
             await asyncio.sleep(0.5)
     end = {"devcluster/never-finish": "false", "devcluster/finish-at": finish_at(1)}
-    for pod in pods:
-        await asyncio.to_thread(
-            core.patch_namespaced_pod,
-            pod.metadata.name,
-            namespace,
-            {"metadata": {"annotations": end}},
-        )
+    ended: set[str] = set()
+    late = time.monotonic() + (0 if live else 60)
+    while True:
+        for pod in pods:
+            if pod.metadata.name not in ended:
+                ended.add(pod.metadata.name)
+                await asyncio.to_thread(
+                    core.patch_namespaced_pod,
+                    pod.metadata.name,
+                    namespace,
+                    {"metadata": {"annotations": end}},
+                )
+        if len(ended) >= count or time.monotonic() >= late:
+            break
+        await asyncio.sleep(0.5)
+        pods = await _pods(core, namespace, selector)
+    if not live:
+        print(f"{len(ended)} of {count} pods of {selector} came; none ran at once:")
+        for pod in pods:
+            print(f"  {pod.metadata.name} on {pod.spec.node_name}: {pod.status.phase}", end="")
+            print("".join(f"; {c.type} {c.reason}: {c.message}" for c in _unmet(pod)))
     return live
+
+
+async def _pods(core: Any, namespace: str, selector: str) -> list[Any]:
+    listed = await asyncio.to_thread(core.list_namespaced_pod, namespace, label_selector=selector)
+    return list(listed.items)
+
+
+def _unmet(pod: Any) -> list[Any]:
+    return [c for c in pod.status.conditions or () if c.status != "True"]

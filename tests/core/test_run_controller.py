@@ -42,6 +42,7 @@ from jobset_core.models import JobSet, load_jobset
 from jobset_core.observe import Observer
 from jobset_core.outcome import Outcome, Phase, Progress
 from jobset_core.resources import EVENT
+from tests.cluster.bodies import in_turn
 from tests.core._exclusive import NEVER_FINISH, end_once_all_live, exclusivity_problems
 from tests.core._runs import (
     FLAVOURS,
@@ -369,7 +370,7 @@ async def test_exclusive_placement_gives_distinct_slices(
     # Slices, not zones: the run holds two of the devcluster's four, not every kwok node.
     jobset = manifest(
         "excl",
-        rjob("workers", 2, pods=2, annotations=NEVER_FINISH),
+        in_turn(rjob("workers", 2, pods=2, annotations=NEVER_FINISH)),
         annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": SLICE},
     )
     selector = "jobset.sigs.k8s.io/jobset-name=excl"

@@ -30,7 +30,7 @@ from jobset_core.models import JobSet
 from jobset_core.observe import Observer
 from jobset_core.outcome import Phase, Progress
 from jobset_core.policy import conditions as c
-from tests.cluster.bodies import finish_at
+from tests.cluster.bodies import finish_at, in_turn
 from tests.cluster.faultproxy import FaultProxy
 from tests.core._exclusive import end_once_all_live, exclusivity_problems
 from tests.core._runs import (
@@ -330,7 +330,9 @@ class TestOnCluster:
             # the upstream pod webhook also sees these pods (objectSelector jobset-name) and
             # rejects followers until their leader is scheduled, so the Job controller creates
             # them after a backoff (tests/core/_exclusive.py)
-            crjob("w", 2, never_finish="true", job_spec={"parallelism": 2, "completions": 2}),
+            in_turn(
+                crjob("w", 2, never_finish="true", job_spec={"parallelism": 2, "completions": 2})
+            ),
             annotations={labels.EXCLUSIVE_TOPOLOGY: domain},
         )
         selector = f"{labels.JOBSET_NAME}=excl"

@@ -30,6 +30,22 @@ ZONES = ["zone-a", "zone-b"]
 SLICES = ["slice-0", "slice-1", "slice-2", "slice-3"]
 
 
+#: Only pods that tolerate this taint land on the exclusive-placement turn's nodes.
+TURN_TAINT = {"key": "devcluster/exclusive-turn", "value": "true", "effect": "NoSchedule"}
+
+
+#: The exclusive-placement turn's nodes (devcluster-node-8, -9), each a zone and a slice of its
+#: own, tainted (:data:`TURN_TAINT`). An exclusively placed Job needs a domain without any
+#: other JobSet's pod; on a busy suite every other test's pods, spread by the scheduler, may
+#: hold every domain of the eight nodes for minutes (a CI run's exclusive tests timed out at
+#: 90 s so). These two hold no pod but those of the test whose turn it is.
+TURN_DOMAINS = [("zone-turn-0", "slice-turn-0"), ("zone-turn-1", "slice-turn-1")]
+
+
+#: Every fake node: the eight, then the turn's.
+FAKE_NODE_COUNT = NODE_COUNT + len(TURN_DOMAINS)
+
+
 # Kube-controller-manager controllers (canonical names, k8s >= 1.30).
 KCM_CONTROLLERS = [
     "job-controller",
@@ -202,9 +218,13 @@ def start_logserver(up: Launch) -> None:
 
 def node_objects() -> list[dict]:
     nodes = []
-    for i in range(NODE_COUNT):
-        zone = ZONES[i * len(ZONES) // NODE_COUNT]
-        sl = SLICES[i * len(SLICES) // NODE_COUNT]
+    for i in range(FAKE_NODE_COUNT):
+        turn = i >= NODE_COUNT
+        if turn:
+            zone, sl = TURN_DOMAINS[i - NODE_COUNT]
+        else:
+            zone = ZONES[i * len(ZONES) // NODE_COUNT]
+            sl = SLICES[i * len(SLICES) // NODE_COUNT]
         name = f"devcluster-node-{i}"
         res = {
             "cpu": "32",
@@ -235,7 +255,7 @@ def node_objects() -> list[dict]:
                         NODEPOOL_LABEL: sl,
                     },
                 },
-                "spec": {},
+                "spec": {"taints": [TURN_TAINT]} if turn else {},
                 "status": {"capacity": res, "allocatable": res},
             }
         )
@@ -281,8 +301,8 @@ def fake_nodes_ready(kube: Kube) -> int:
 
 
 def wait_fake_nodes(up: Launch) -> None:
-    up.wait("fake nodes Ready", lambda: fake_nodes_ready(up.kube) >= NODE_COUNT, 60)
-    log(f"{NODE_COUNT} kwok nodes Ready ({up.elapsed()})")
+    up.wait("fake nodes Ready", lambda: fake_nodes_ready(up.kube) >= FAKE_NODE_COUNT, 60)
+    log(f"{FAKE_NODE_COUNT} kwok nodes Ready ({up.elapsed()})")
 
 
 def wait_healthy(up: Launch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import jobset, kueue, node
 from .common import state_dir
-from .controlplane import NODE_COUNT, fake_nodes_ready
+from .controlplane import FAKE_NODE_COUNT, fake_nodes_ready
 from .kube import Kube, check_health
 from .procs import State, component_alive
 
@@ -40,7 +40,9 @@ def api_rows(root: Path, st: State) -> list[tuple[str, bool, str]]:
     try:
         kube = Kube(server, root / "pki")
         ready = fake_nodes_ready(kube)
-        rows.append(("nodes", ready >= NODE_COUNT, f"{ready}/{NODE_COUNT} fake nodes Ready"))
+        rows.append(
+            ("nodes", ready >= FAKE_NODE_COUNT, f"{ready}/{FAKE_NODE_COUNT} fake nodes Ready")
+        )
         if "jobset" in st.components:
             rows.append(jobset.health_row(kube))
         if "kueue" in st.components:
