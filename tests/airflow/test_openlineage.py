@@ -28,7 +28,7 @@ from airflow_provider_jobset import __version__
 from jobset_core.lifecycle import BACKEND_CHOICES, Handle, Verdict, VerdictKind
 from jobset_core.models import load_jobset
 from jobset_core.outcome import Outcome, Phase
-from tests.airflow._run_dag import run_dag
+from tests.airflow._run_dag import IMPORT_WAIT, run_dag
 
 pytestmark = pytest.mark.airflow
 
@@ -329,7 +329,7 @@ def test_importing_the_provider_and_a_dag_loads_no_openlineage(tmp_path: Path) -
         capture_output=True,
         text=True,
         env=dict(os.environ),
-        timeout=120,
+        timeout=IMPORT_WAIT,
     )
     assert run.returncode == 0, run.stdout + run.stderr
 

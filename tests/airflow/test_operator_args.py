@@ -32,6 +32,7 @@ from jobset_core.lifecycle import (
     RunRequest,
 )
 from jobset_core.outcome import Phase
+from tests.airflow._run_dag import IMPORT_WAIT
 
 pytestmark = pytest.mark.airflow
 
@@ -315,7 +316,7 @@ def test_importing_the_operator_loads_no_kubernetes_client() -> None:
         capture_output=True,
         text=True,
         env=dict(os.environ),
-        timeout=120,
+        timeout=IMPORT_WAIT,
     )
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -339,7 +340,7 @@ def test_airflow_lists_the_provider(airflow_db: Path) -> None:
         capture_output=True,
         text=True,
         env=dict(os.environ),
-        timeout=180,
+        timeout=IMPORT_WAIT,
     )
     assert run.returncode == 0, run.stderr
     start = run.stdout.index("[{")  # 3.0 logs lines starting with "[" to stdout first
