@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,15 @@ def main() -> int:
     print()
     print(render(summary))
     print(f"\nresults: {out}")
-    return 1 if failures(summary) else 0
+    failed = failures(summary)
+    if failed and soak.airflow_home:
+        # The Airflow home is a scratch folder, removed when this process exits: a failed
+        # soak's task and trigger logs are what tells why, so they are kept beside the results
+        # (searched for credentials above; soak/results is not in git).
+        kept = out.with_name(out.stem + "-logs")
+        shutil.copytree(Path(soak.airflow_home) / "logs", kept, dirs_exist_ok=True)
+        print(f"the Airflow logs of the failed soak: {kept}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
