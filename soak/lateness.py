@@ -16,6 +16,9 @@ Execute``, until ``::group::Post Execute`` (or ``Task failed with exception``). 
   deferred task: from its resumption) until the task runner's end mark: deleting the run,
   the result, the failed pods' logs; and a trigger's hold of its event after the verdict
   (``the task resumes in N s``: it waits for Airflow's worker, but the wait is ours);
+- **the cluster's**: the seconds of ours while the API server was down (the soak's restarts of
+  it, from the stop until it answered again): no waiter gets an answer then, ours only from
+  the moment it answers;
 - **Airflow's**: the rest (before that waiter began; from a trigger's event to the task's
   resumption; from the end mark to the task instance's end).
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +58,7 @@ class Split:
     ours: float
     airflow: float
     where: str
+    cluster: float = 0.0  # what would have been ours, while the API server was down
 
 
 def epoch(text: object) -> float | None:
@@ -139,15 +144,32 @@ def _operator_run(lines: list[tuple[float, str]], after: float) -> tuple[float |
     return None, None
 
 
-def split(terminal_at: float, ended: float, said: Said | None) -> Split | None:
+def split(
+    terminal_at: float,
+    ended: float,
+    said: Said | None,
+    outages: Sequence[tuple[float, float]] = (),
+) -> Split | None:
     """The late seconds from ``terminal_at`` to ``ended``, split at the verdict line and
-    at the operator's run after it."""
+    at the operator's run after it; of what is ours, the seconds within ``outages`` (from,
+    to: the API server down) are the cluster's."""
     if said is None:
         return None
     late = max(ended - terminal_at, 0.0)
-    before = max(0.0, said.at - max(terminal_at, said.began)) + said.held
-    after = 0.0
-    if said.ended is not None:
-        after = max(0.0, said.ended - max(said.at, said.resumed or said.at, terminal_at))
-    ours = min(before + after, late)
-    return Split(ours=round(ours, 1), airflow=round(late - ours, 1), where=said.where)
+    spans = [(max(terminal_at, said.began), said.at)]  # the waiter, to its verdict
+    if said.ended is not None:  # the operator's code after it
+        spans.append((max(said.at, said.resumed or said.at, terminal_at), said.ended))
+    mine = sum(max(0.0, b - a) for a, b in spans) + said.held
+    down = sum(_overlap(span, outage) for span in spans for outage in outages)
+    ours = min(mine, late)
+    cluster = min(down, ours)
+    return Split(
+        ours=round(ours - cluster, 1),
+        airflow=round(late - ours, 1),
+        where=said.where,
+        cluster=round(cluster, 1),
+    )
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))

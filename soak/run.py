@@ -631,8 +631,8 @@ def summarise(soak: Soak) -> dict[str, Any]:
     queue = _queue_rows(soak)
     rows = []
     wrong, missed, late = [], [], []
-    ours: list[float] = []  # the late seconds of our waiters (soak/lateness.py)
-    theirs: list[float] = []  # and Airflow's
+    splits: list[lateness.Split] = []  # whose the late seconds were (soak/lateness.py)
+    outages = _outages(soak)
     for task in plan.tasks:
         ti = tis.get(task.task_id, {})
         state = ti.get("state")
@@ -655,10 +655,10 @@ def summarise(soak: Soak) -> dict[str, Any]:
         if terminal_at is not None and ended is not None:
             late_by = round(ended - terminal_at, 1)
             late.append(late_by)
-            shares = _late_split(soak, task.task_id, ti.get("try_number"), terminal_at, ended)
-            if shares is not None:
-                ours.append(shares.ours)
-                theirs.append(shares.airflow)
+            shares = _late_split(
+                soak, task.task_id, ti.get("try_number"), terminal_at, ended, outages=outages
+            )
+            splits += [shares] if shares is not None else []
         rows.append(
             {
                 "task_id": task.task_id,
@@ -671,6 +671,7 @@ def summarise(soak: Soak) -> dict[str, Any]:
                 "late_seconds": late_by,
                 "late_ours": None if shares is None else shares.ours,
                 "late_airflow": None if shares is None else shares.airflow,
+                "late_cluster": None if shares is None else shares.cluster,
                 "said_by": None if shares is None else shares.where,
                 "restarts": max((s.restarts for s in seen), default=0),
                 **queue.get(task.task_id, {}),
@@ -705,15 +706,17 @@ def summarise(soak: Soak) -> dict[str, Any]:
         "seed": plan.seed,
         "tasks": len(plan.tasks),
         "window_seconds": plan.window,
+        "started_at": round(soak.started, 1),  # the faults' "at" count from here
         "duration_seconds": round(soak.finished - soak.started, 1),
         "dag_run_state": soak.run_state,
         "deserved_state": len(plan.tasks) - len(wrong) - len(missed),
         "wrong_state": wrong,
         "missed_terminal": missed,
         "late_seconds": _spread(late),
-        "late_ours": _spread(sorted(ours)),
-        "late_airflow": _spread(sorted(theirs)),
-        "late_unsplit": len(late) - len(ours),
+        "late_ours": _spread(sorted(x.ours for x in splits)),
+        "late_airflow": _spread(sorted(x.airflow for x in splits)),
+        "late_cluster": _spread(sorted(x.cluster for x in splits)),
+        "late_unsplit": len(late) - len(splits),
         "duplicate_jobsets": duplicates,
         "orphans": {k: v for k, v in soak.leftovers.items() if v},
         "deleted_by_triggerer": [
@@ -745,8 +748,24 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def _outages(soak: Soak) -> list[tuple[float, float]]:
+    """When the API server was down (epoch seconds, from, to): each restart of it, from the
+    stop until it answered again (the restart returns then)."""
+    return [
+        (soak.started + f["at"], soak.started + f["at"] + f["took"])
+        for f in soak.faults
+        if f["name"] == "apiserver-restart" and "FAILED" not in f["what"]
+    ]
+
+
 def _late_split(
-    soak: Soak, task_id: str, try_number: Any, terminal_at: float, ended: float
+    soak: Soak,
+    task_id: str,
+    try_number: Any,
+    terminal_at: float,
+    ended: float,
+    *,
+    outages: list[tuple[float, float]],
 ) -> lateness.Split | None:
     """A task's late seconds split at its last try's verdict line (``None``: no line)."""
     if not soak.airflow_home or not isinstance(try_number, int):
@@ -755,7 +774,7 @@ def _late_split(
     said = lateness.said_in(
         folder / f"task_id={task_id}", try_number, soak.namespace, f"soak-{task_id}-"
     )
-    return lateness.split(terminal_at, ended, said)
+    return lateness.split(terminal_at, ended, said, outages)
 
 
 def _queue_rows(soak: Soak) -> dict[str, dict[str, Any]]:
@@ -850,6 +869,7 @@ def _queue_failures(queue: dict[str, Any]) -> list[str]:
 def render(summary: dict[str, Any]) -> str:
     """The summary table."""
     late, ours, theirs = summary["late_seconds"], summary["late_ours"], summary["late_airflow"]
+    down = summary["late_cluster"]
     missing = summary["late_unsplit"]
     unsplit = f" ({missing} without a verdict line)" if missing else ""
     queue = summary["queue"]
@@ -866,6 +886,8 @@ def render(summary: dict[str, Any]) -> str:
         f"{ours['p50']} / {ours['p95']} / {ours['max']}",
         f"{'  of which Airflow (scheduling, resuming, ending)':<52} "
         f"{theirs['p50']} / {theirs['p95']} / {theirs['max']}{unsplit}",
+        f"{'  of which the cluster (the API server down)':<52} "
+        f"{down['p50']} / {down['p95']} / {down['max']}",
         f"{'duplicate JobSets':<52} {len(summary['duplicate_jobsets'])}",
         f"{'orphans (JobSets, anchors, children, Workloads)':<52} "
         f"{sum(len(v) for v in summary['orphans'].values())}",

@@ -153,5 +153,31 @@ def test_the_split(said: Said, ended: float, ours: float, airflow: float) -> Non
     assert (found.ours, found.airflow) == (ours, airflow)
 
 
+@pytest.mark.parametrize(
+    ("outages", "ours", "cluster"),
+    [
+        # no outage: all ours
+        ((), 2.8, 0.0),
+        # the API server down while the operator's code after the verdict waited (a soak's
+        # t31: 14 s of a resumed try's 14.3 s of work): the cluster's
+        (((T0 + 1.0, T0 + 2.5),), 1.5, 1.3),
+        # down across the verdict: both spans lose what it covers
+        (((T0 + 0.5, T0 + 1.5),), 2.2, 0.6),
+        # an outage before the terminal condition, or while Airflow held the task, is nobody's
+        (((T0 - 9.0, T0 - 1.0), (T0 + 0.9, T0 + 1.1)), 2.8, 0.0),
+        # two outages, both within ours
+        (((T0 + 0.1, T0 + 0.3), (T0 + 2.0, T0 + 2.2)), 2.4, 0.4),
+    ],
+)
+def test_ours_while_the_api_server_was_down_is_the_clusters(
+    outages: tuple[tuple[float, float], ...], ours: float, cluster: float
+) -> None:
+    # the waiter says it at +0.8, the operator resumes at +1.2 and ends at +3.2, the task at +4
+    said = Said(at=T0 + 0.8, began=T0 - 50, where="trigger", resumed=T0 + 1.2, ended=T0 + 3.2)
+    found = split(T0, T0 + 4.0, said, outages)
+    assert found is not None
+    assert (found.ours, found.cluster, found.airflow) == (ours, cluster, 1.2)
+
+
 def test_no_verdict_line_no_split() -> None:
     assert split(T0, T0 + 4, None) is None
