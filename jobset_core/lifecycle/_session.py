@@ -10,24 +10,23 @@ never by importing this module.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobset_core.blocking import run
 from jobset_core.lifecycle._lifecycle import Lifecycle
-from jobset_core.observe import Observer, linger, shared_observer
+from jobset_core.observe import Observer, SharedObserver, linger, shared_observer
 
 if TYPE_CHECKING:
+    from jobset_core.client import Client
     from jobset_core.client.config import ClientSettings
 
-__all__ = ["blocking", "session"]
+__all__ = ["Session", "blocking", "session"]
 
 T = TypeVar("T")
 
 
-@asynccontextmanager
-async def session(
+def session(
     settings: ClientSettings,
     *,
     shared: bool = False,
@@ -35,8 +34,9 @@ async def session(
     server_checks: bool | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     backend_options: Mapping[str, Any] | None = None,
-) -> AsyncIterator[Lifecycle]:
-    """The lifecycle on the cluster ``settings`` name, for the duration of the block.
+) -> Session:
+    """The lifecycle on the cluster ``settings`` name, for the duration of an ``async with``
+    block.
 
     The writes that outlive a verdict (:meth:`Lifecycle.flush`) are done when a session of
     its own ends (its process may end next); a shared session leaves them to finish under a
@@ -62,27 +62,60 @@ async def session(
         "feature_gates": feature_gates,
         "backend_options": backend_options,
     }
-    if shared:
-        async with shared_observer(settings) as observer:
-            lifecycle = Lifecycle(observer, **options)
-            try:
-                yield lifecycle
-            finally:
-                if lifecycle.writing:
-                    linger(observer, lifecycle.flush())
-        return
-    from jobset_core.client import Client
+    return Session(settings, shared, options)
 
-    async with Client(settings) as client:
-        observer = Observer(client, scope="run")
-        lifecycle = Lifecycle(observer, **options)
+
+class Session:
+    """A :func:`session`'s block: a class, not a generator-based context manager, whose
+    generator, frame and wrapper every waiting trigger kept besides."""
+
+    __slots__ = ("_client", "_lease", "_lifecycle", "_options", "_settings", "_shared")
+
+    def __init__(self, settings: ClientSettings, shared: bool, options: dict[str, Any]) -> None:
+        self._settings, self._shared, self._options = settings, shared, options
+        self._lease: SharedObserver | None = None
+        self._client: Client | None = None
+        self._lifecycle: Lifecycle | None = None
+
+    async def __aenter__(self) -> Lifecycle:
+        if self._shared:
+            self._lease = lease = shared_observer(self._settings)
+            observer = await lease.__aenter__()
+        else:
+            from jobset_core.client import Client
+
+            self._client = client = Client(self._settings)
+            await client.__aenter__()
+            observer = Observer(client, scope="run")
         try:
-            yield lifecycle
-        finally:
+            self._lifecycle = Lifecycle(observer, **self._options)
+        except BaseException:
+            await self._close(observer)
+            raise
+        return self._lifecycle
+
+    async def __aexit__(self, *exc: object) -> None:
+        lifecycle, self._lifecycle = self._lifecycle, None
+        if lifecycle is not None:
+            await self._close(lifecycle.observer, lifecycle)
+
+    async def _close(self, observer: Observer, lifecycle: Lifecycle | None = None) -> None:
+        if self._lease is not None:
             try:
-                await lifecycle.flush()
+                if lifecycle is not None and lifecycle.writing:
+                    linger(observer, lifecycle.flush())
+            finally:
+                await self._lease.__aexit__()
+            return
+        try:
+            try:
+                if lifecycle is not None:
+                    await lifecycle.flush()
             finally:
                 await observer.aclose()
+        finally:
+            assert self._client is not None
+            await self._client.aclose()
 
 
 #: The environment variable that turns the server checks off for every way in (``0``).

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from jobset_core.observe._informer import backoff
 from jobset_core.observe._observer import Observer, Scope, Target, Tracked
-from jobset_core.observe._shared import linger, settings_key, shared_observer, shared_stats
+from jobset_core.observe._shared import (
+    SharedObserver,
+    linger,
+    settings_key,
+    shared_observer,
+    shared_stats,
+)
 from jobset_core.observe._store import Observation
 from jobset_core.observe._views import Kind, RunKey
 
@@ -20,6 +26,7 @@ __all__ = [
     "Observer",
     "RunKey",
     "Scope",
+    "SharedObserver",
     "Target",
     "Tracked",
     "backoff",

@@ -33,12 +33,11 @@ relists, reconnects, the objects kept and the client's requests and connections.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -119,7 +118,10 @@ class Target:
 
 
 class Tracked:
-    """A waiter's handle on one tracked run (from :meth:`Observer.track`)."""
+    """A waiter's handle on one tracked run (from :meth:`Observer.track`), and the block it
+    is tracked for (``async with observer.track(target) as tracked``: itself, not a
+    generator-based context manager, whose generator, frame and wrapper a waiting task kept
+    besides)."""
 
     def __init__(self, observer: Observer, target: Target) -> None:
         self.target = target
@@ -128,6 +130,15 @@ class Tracked:
         #: A future per wait under way (an ``asyncio.Event`` took 0.86 KiB a waiting task,
         #: its waiters' deque most of it; a wait's future, 0.15 KiB only while it waits).
         self._waiters: tuple[asyncio.Future[None], ...] = ()
+        #: The informers the run joined, for the block's end.
+        self._informers: Sequence[Informer] = ()
+
+    async def __aenter__(self) -> Tracked:
+        self._informers = await self._observer._join(self.target, self)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._observer._leave(self.target, self, self._informers)
 
     @property
     def key(self) -> RunKey:
@@ -240,15 +251,9 @@ class Observer:
 
     # ------------------------------------------------------------------ tracking
 
-    @contextlib.asynccontextmanager
-    async def track(self, target: Target) -> AsyncIterator[Tracked]:
-        """Track a run for the duration of the block."""
-        tracked = Tracked(self, target)
-        informers = await self._join(target, tracked)
-        try:
-            yield tracked
-        finally:
-            await self._leave(target, tracked, informers)
+    def track(self, target: Target) -> Tracked:
+        """Track a run for the duration of the block (``async with``)."""
+        return Tracked(self, target)
 
     async def _join(self, target: Target, tracked: Tracked) -> list[Informer]:
         await self._decide_scopes(target.kinds)
@@ -306,7 +311,7 @@ class Observer:
         except JobSetError as error:  # the informer's own list will catch up
             log.info("seeding %s for %s/%s: %s", kind.value, *target.key, error)
 
-    async def _leave(self, target: Target, tracked: Tracked, informers: list[Informer]) -> None:
+    async def _leave(self, target: Target, tracked: Tracked, informers: Sequence[Informer]) -> None:
         trackers = tuple(t for t in self._trackers.get(target.key, ()) if t is not tracked)
         if trackers:
             self._trackers[target.key] = trackers

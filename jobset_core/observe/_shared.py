@@ -22,8 +22,7 @@ import json
 import logging
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from jobset_core.observe._observer import Observer, Scope
 if TYPE_CHECKING:
     from jobset_core.client.config import ClientSettings
 
-__all__ = ["linger", "settings_key", "shared_observer", "shared_stats"]
+__all__ = ["SharedObserver", "linger", "settings_key", "shared_observer", "shared_stats"]
 
 log = logging.getLogger(__name__)
 
@@ -124,23 +123,40 @@ async def _client_module(registry: _Registry) -> ModuleType:
     return module
 
 
-@asynccontextmanager
-async def shared_observer(
-    settings: ClientSettings, *, scope: Scope = "auto"
-) -> AsyncIterator[Observer]:
+def shared_observer(settings: ClientSettings, *, scope: Scope = "auto") -> SharedObserver:
     """The observer of the cluster ``settings`` name on this event loop (created on the
-    first lease, closed with its client on the last)."""
-    registry = _registry()
-    module = await _client_module(registry)
-    key = (settings_key(settings), scope)
-    lease = registry.leases.get(key)
-    if lease is None:
-        lease = registry.leases[key] = _Lease(Observer(module.Client(settings), scope=scope))
-    lease.count += 1
-    try:
-        yield lease.observer
-    finally:
-        await _release(registry, key, lease)
+    first lease, closed with its client on the last), for the duration of an ``async with``
+    block."""
+    return SharedObserver(settings, scope)
+
+
+class SharedObserver:
+    """A lease of the shared observer for an ``async with`` block (:func:`shared_observer`):
+    a class, not a generator-based context manager, whose generator, frame and wrapper every
+    waiting trigger kept besides."""
+
+    __slots__ = ("_held", "_scope", "_settings")
+
+    def __init__(self, settings: ClientSettings, scope: Scope) -> None:
+        self._settings, self._scope = settings, scope
+        self._held: tuple[_Registry, tuple[str, Scope], _Lease] | None = None
+
+    async def __aenter__(self) -> Observer:
+        registry = _registry()
+        module = await _client_module(registry)
+        key = (settings_key(self._settings), self._scope)
+        lease = registry.leases.get(key)
+        if lease is None:
+            observer = Observer(module.Client(self._settings), scope=self._scope)
+            lease = registry.leases[key] = _Lease(observer)
+        lease.count += 1
+        self._held = (registry, key, lease)
+        return lease.observer
+
+    async def __aexit__(self, *exc: object) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            await _release(*held)
 
 
 async def _release(registry: _Registry, key: tuple[str, Scope], lease: _Lease) -> None:
