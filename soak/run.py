@@ -658,7 +658,8 @@ def summarise(soak: Soak) -> dict[str, Any]:
             shares = _late_split(
                 soak, task.task_id, ti.get("try_number"), terminal_at, ended, outages=outages
             )
-            splits += [shares] if shares is not None else []
+            if shares is not None:
+                splits.append(shares)
         rows.append(
             {
                 "task_id": task.task_id,

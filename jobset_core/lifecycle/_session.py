@@ -72,7 +72,8 @@ class Session:
     __slots__ = ("_client", "_lease", "_lifecycle", "_options", "_settings", "_shared")
 
     def __init__(self, settings: ClientSettings, shared: bool, options: dict[str, Any]) -> None:
-        self._settings, self._shared, self._options = settings, shared, options
+        self._settings, self._shared = settings, shared
+        self._options: dict[str, Any] | None = options
         self._lease: SharedObserver | None = None
         self._client: Client | None = None
         self._lifecycle: Lifecycle | None = None
@@ -87,8 +88,9 @@ class Session:
             self._client = client = Client(self._settings)
             await client.__aenter__()
             observer = Observer(client, scope="run")
+        options, self._options = self._options or {}, None  # the lifecycle keeps them now
         try:
-            self._lifecycle = Lifecycle(observer, **self._options)
+            self._lifecycle = Lifecycle(observer, **options)
         except BaseException:
             await self._close(observer)
             raise
