@@ -8,6 +8,7 @@ import datetime as _dt
 import email.utils
 import http
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from jobset_core import errors
 from jobset_core.errors import ApiError, ServerError, Unreachable
 from jobset_core.models import JobSet
-from jobset_core.resources import JOBSET
+from jobset_core.resources import JOBSET, ApiResource
 
 if TYPE_CHECKING:
     from jobset_core.client._core import Request
@@ -97,30 +98,108 @@ def decode_jobset(data: Any) -> JobSet:
     return JobSet.model_validate(as_object(data))
 
 
-def decode_list(data: Any, item: Callable[[Any], T]) -> ObjectList[T]:
-    """Decode a ``...List`` answer, giving every item the list's ``apiVersion``/``kind``.
+def decode_list(
+    body: bytes | str | None, resource: ApiResource, item: Callable[[dict[str, Any]], T | None]
+) -> ObjectList[T]:
+    """Decode a ``...List`` answer one item at a time: ``item`` makes each what the caller
+    keeps of it (``None``: nothing), before the next is decoded.
 
-    The API server leaves ``apiVersion``/``kind`` out of list items; they are filled in so a
-    JobSet (whose model requires them) and plain dicts look the same as from a ``get``.
+    A page of a thousand pods decodes to tens of megabytes of small objects; decoded whole,
+    what a caller keeps of it (a trimmed part) stays spread over that memory, which the
+    interpreter's allocator can then hand back to no one. One item at a time, each reuses the
+    memory the one before let go.
+
+    The API server leaves ``apiVersion``/``kind`` out of list items; they are filled in from
+    ``resource`` (the list's own ``kind`` may come after its items: a custom resource's list
+    is written with its keys sorted), so a JobSet (whose model requires them) and plain dicts
+    look the same as from a ``get``.
     """
-    obj = as_object(data)
-    kind = str(obj.get("kind", ""))
-    item_kind = kind[: -len("List")] if kind.endswith("List") else ""
-    api_version = obj.get("apiVersion")
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    text = body or ""
     items: list[T] = []
-    for raw in obj.get("items") or []:
-        entry = dict(as_object(raw))
-        if item_kind:
-            entry.setdefault("kind", item_kind)
-        if api_version:
-            entry.setdefault("apiVersion", api_version)
-        items.append(item(entry))
-    metadata = obj.get("metadata") or {}
+    metadata: Any = {}
+    pos = _expect(text, _space(text, 0), "{")
+    if text.startswith("}", pos):
+        pos += 1
+    else:
+        while True:
+            key, pos = _value(text, pos)
+            pos = _expect(text, pos, ":")
+            if key == "items" and text.startswith("[", pos):
+                pos = _items(text, _space(text, pos + 1), resource, item, items)
+            else:
+                value, pos = _value(text, pos)
+                if key == "metadata":
+                    metadata = value
+            pos = _space(text, pos)
+            if text.startswith(",", pos):
+                pos = _space(text, pos + 1)
+                continue
+            pos = _expect(text, pos, "}")
+            break
+    if text[pos:].strip():
+        raise ServerError(200, "UnexpectedResponse", truncate(text[pos:]))
+    metadata = metadata if isinstance(metadata, dict) else {}
     return ObjectList(
         items=items,
         resource_version=str(metadata.get("resourceVersion") or ""),
         continue_=str(metadata.get("continue") or ""),
     )
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _space(text: str, pos: int) -> int:
+    """Where the JSON whitespace from ``pos`` ends."""
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
+def _value(text: str, pos: int) -> tuple[Any, int]:
+    """The JSON value at ``pos`` and where it ends; a fault of the server's if it is none."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as error:
+        raise ServerError(200, "UnexpectedResponse", f"not JSON: {error}") from None
+
+
+def _expect(text: str, pos: int, mark: str) -> int:
+    """Past ``mark`` at ``pos`` (and the whitespace around it); a server fault if not there."""
+    pos = _space(text, pos)
+    if not text.startswith(mark, pos):
+        raise ServerError(
+            200, "UnexpectedResponse", f"expected {mark!r} at {pos}: {truncate(text[pos:])}"
+        )
+    return _space(text, pos + 1)
+
+
+def _items(
+    text: str,
+    pos: int,
+    resource: ApiResource,
+    item: Callable[[dict[str, Any]], T | None],
+    into: list[T],
+) -> int:
+    """The list's items from ``pos`` (inside its ``[``), each made by ``item`` at once."""
+    if text.startswith("]", pos):
+        return pos + 1
+    while True:
+        raw, pos = _value(text, pos)
+        entry = as_object(raw)
+        entry.setdefault("kind", resource.kind)
+        entry.setdefault("apiVersion", resource.api_version)
+        made = item(entry)
+        del raw, entry
+        if made is not None:
+            into.append(made)
+        pos = _space(text, pos)
+        if text.startswith(",", pos):
+            pos = _space(text, pos + 1)
+            continue
+        return _expect(text, pos, "]")
 
 
 def jobset_api_in(document: Any) -> bool:

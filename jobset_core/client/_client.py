@@ -240,10 +240,13 @@ class Client:
         limit: int | None = None,
         continue_: str | None = None,
         optional: bool = False,
+        each: Callable[[Obj], Obj | None] | None = None,
     ) -> ObjectList[Obj]:
         """List objects (``namespace=None``: across all namespaces); with ``limit``, one page
         (its ``continue_`` asks for the next). ``optional``: a 403 is expected and raised at
-        once (see :attr:`Request.optional`)."""
+        once (see :attr:`Request.optional`). ``each``: what is kept of each object, made
+        as it is decoded, before the next one is (``None``: nothing of it), so a page's
+        whole objects are never in memory at once."""
         request = _core.list_(
             resource,
             namespace,
@@ -253,7 +256,7 @@ class Client:
             continue_=continue_,
             optional=optional,
         )
-        return _core.decode_list(await self._send(request), _core.as_object)
+        return _core.decode_list(await self._received(request), resource, each or _same)
 
     async def patch(
         self,
@@ -405,11 +408,15 @@ class Client:
 
     async def _send(self, request: Request) -> Any:
         """Send a request and decode its JSON answer, retrying as the policy says."""
+        return _core.decode_body(await self._received(request))
+
+    async def _received(self, request: Request) -> bytes:
+        """Send a request and read its whole answer, retrying as the policy says."""
         data = await self._retrying(
             request, lambda auth: self._read(request, self._timeout, auth, streaming=False)
         )
         self._trimmer.answered(len(data))
-        return _core.decode_body(data)
+        return data
 
     async def _retrying(self, request: Request, attempt: Callable[[Credential], Awaitable[T]]) -> T:
         credentials = await self._credential_source()
@@ -631,6 +638,10 @@ class Client:
         # body (megabytes at a thousand runs) held for the whole wait of a triggerer.
         api.last_response = None
         return response
+
+
+def _same(obj: Obj) -> Obj:
+    return obj
 
 
 def _explained(refused: Unauthorized, source: str, refreshed: bool) -> Unauthorized:

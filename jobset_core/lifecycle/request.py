@@ -226,6 +226,10 @@ def log_options(
     )
 
 
+#: Every ``until`` made so far, one object each: a request and its copies (a trigger makes
+#: one), and the requests of a thousand waiting tasks, share it.
+_UNTILS: dict[frozenset[Phase], frozenset[Phase]] = {}
+
 #: Why the native backend cannot run through Kueue (Kueue v0.17.0 admits one batch Job per
 #: Workload; only its pod integration composes a group, and only of plain pods).
 NATIVE_QUEUE = (
@@ -454,7 +458,8 @@ class RunRequest:
             flag(getattr(self, what), what)
         count(self.failed_pod_log_lines, "failed_pod_log_lines")
         object.__setattr__(self, "identity", dict(self.identity))
-        object.__setattr__(self, "until", frozenset(Phase(p) for p in self.until))
+        until = frozenset(Phase(p) for p in self.until)
+        object.__setattr__(self, "until", _UNTILS.setdefault(until, until))
 
     @property
     def run_name(self) -> str:

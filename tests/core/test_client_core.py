@@ -266,17 +266,68 @@ def test_decode_list_fills_item_kind_and_keeps_the_resource_version() -> None:
     answer = {
         "kind": "JobSetList",
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "metadata": {"resourceVersion": "77"},
+        "metadata": {"resourceVersion": "77", "continue": "next"},
         "items": [{"metadata": {"name": "a"}, "spec": {}, "futureField": 1}],
     }
-    listing = _core.decode_list(answer, _core.decode_jobset)
-    assert listing.resource_version == "77"
+    listing = _core.decode_list(json.dumps(answer).encode(), JOBSET, _core.decode_jobset)
+    assert (listing.resource_version, listing.continue_) == ("77", "next")
     (item,) = listing.items
     assert (item.kind, item.api_version, item.name) == ("JobSet", "jobset.x-k8s.io/v1alpha2", "a")
     assert item.to_dict()["futureField"] == 1  # unknown fields survive
 
-    plain = _core.decode_list({"kind": "PodList", "apiVersion": "v1", "items": []}, _core.as_object)
-    assert (plain.items, plain.resource_version) == ([], "")
+    plain = _core.decode_list(b'{"kind": "PodList", "apiVersion": "v1", "items": []}', POD, dict)
+    assert (plain.items, plain.resource_version, plain.continue_) == ([], "", "")
+
+
+#: One list, as a custom resource's (keys sorted: the list's kind after its items), pretty
+#: printed, with an item a caller drops and one whose own kind stays.
+_LIST_TEXTS = {
+    "sorted keys": '{"apiVersion":"v1","items":[{"metadata":{"name":"a"}},{"metadata":'
+    '{"name":"b"}},{"kind":"Other","metadata":{"name":"c"}}],"kind":"PodList",'
+    '"metadata":{"resourceVersion":"9"}}',
+    "pretty": '{\n  "kind" : "PodList",\n  "metadata" : { "resourceVersion" : "9" } ,\n'
+    '  "items" : [\n    {"metadata": {"name": "a"}} ,\n    {"metadata": {"name": "b"}},\n'
+    '    {"kind": "Other", "metadata": {"name": "c"}}\n  ]\n}\n',
+}
+
+
+@pytest.mark.parametrize("text", list(_LIST_TEXTS.values()), ids=list(_LIST_TEXTS))
+def test_decode_list_gives_each_item_to_the_caller_in_order(text: str) -> None:
+    seen: list[str] = []
+
+    def each(obj: dict[str, Any]) -> dict[str, Any] | None:
+        seen.append(obj["metadata"]["name"])
+        return None if obj["metadata"]["name"] == "b" else obj
+
+    for body in (text, text.encode()):
+        seen.clear()
+        listing = _core.decode_list(body, POD, each)
+        assert seen == ["a", "b", "c"]
+        assert [(o["kind"], o["apiVersion"], o["metadata"]["name"]) for o in listing.items] == [
+            ("Pod", "v1", "a"),
+            ("Other", "v1", "c"),
+        ]
+        assert listing.resource_version == "9"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"[]",
+        b'{"items": [1]}',
+        b'{"items": [{"a": 1} {"b": 2}]}',
+        b'{"items": [{"a": 1}',
+        b'{"metadata": {} "items": []}',
+        b'{"items": []} trailing',
+        b'{"items": [{"a": tru}]}',
+        b'{"items": []',
+    ],
+)
+def test_decode_list_refuses_what_is_not_a_list_answer(body: bytes) -> None:
+    with pytest.raises(ServerError) as refused:
+        _core.decode_list(body, POD, dict)
+    assert refused.value.reason == "UnexpectedResponse"
 
 
 def test_as_object_refuses_non_objects() -> None:

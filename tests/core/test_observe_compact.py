@@ -1,17 +1,21 @@
-"""A list page is kept as its trimmed objects read back after the page is gone: what the
-stores then keep, and how they route it, must be what the whole objects gave."""
+"""A list page is kept as its objects' trimmed parts, each made as the object is decoded, with
+the page's equal strings shared: what the stores then keep, and how they route it, must be
+what the whole objects gave."""
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from jobset_core import labels as L
-from jobset_core.observe._informer import _compacted
+from jobset_core.client._answers import decode_list
+from jobset_core.observe._informer import _trimmer
 from jobset_core.observe._store import Stores
 from jobset_core.observe._views import Kind, run_of, shared, trim
+from jobset_core.resources import ApiResource
 
 _META = {
     "namespace": "ns",
@@ -119,47 +123,51 @@ def test_what_is_kept_of_a_trimmed_object_is_itself(kind: Kind) -> None:
     assert run_of(kind, whole) == ("ns", "train")
 
 
+def _kept(kind: Kind, page: list[dict[str, Any]], keep: Any = None) -> list[Any]:
+    """What an informer keeps of a page of ``page``'s objects, read as the server writes it."""
+    resource = ApiResource("", "v1", "Thing", "things")
+    body = json.dumps({"kind": "ThingList", "metadata": {}, "items": page}).encode()
+    return shared(decode_list(body, resource, _trimmer(kind, keep)).items)
+
+
 @pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
-def test_a_page_is_kept_as_its_trimmed_objects_in_memory_of_their_own(kind: Kind) -> None:
-    """... and their equal string values are one object each."""
+def test_a_page_is_kept_as_its_trimmed_objects_sharing_equal_strings(kind: Kind) -> None:
+    """... equal values and keys one object each (each item is decoded on its own)."""
     page = [copy.deepcopy(OBJECTS[kind]) for _ in range(3)]
-    wanted = [trim(kind, obj) for obj in page]
-    kept = _compacted(kind, page)
-    assert kept == wanted
-    assert page == []  # the whole objects are let go
+    kept = _kept(kind, page)
+    assert kept == [trim(kind, {"kind": "Thing", "apiVersion": "v1", **obj}) for obj in page]
     assert kept[0] is not kept[1]
-    assert kept[0]["metadata"] is not wanted[0]["metadata"]
     assert kept[0]["metadata"]["uid"] is kept[1]["metadata"]["uid"]
     assert kept[0]["metadata"]["resourceVersion"] is kept[2]["metadata"]["resourceVersion"]
+    keys = [next(k for k in obj["metadata"] if k == "resourceVersion") for obj in kept]
+    assert keys[0] is keys[1] is keys[2]
 
 
-def test_objects_no_one_keeps_are_neither_trimmed_nor_written() -> None:
+def test_objects_no_one_keeps_are_neither_trimmed_nor_kept() -> None:
     ours = copy.deepcopy(OBJECTS[Kind.POD])
     theirs = copy.deepcopy(OBJECTS[Kind.POD])
     theirs["metadata"]["labels"] = {**_CHILD, L.JOBSET_NAME: "other"}
-    page = [theirs, ours]
-    kept = _compacted(Kind.POD, page, lambda kind, obj: run_of(kind, obj) == ("ns", "train"))
+    kept = _kept(Kind.POD, [theirs, ours], lambda kind, obj: run_of(kind, obj) == ("ns", "train"))
     assert kept == [trim(Kind.POD, OBJECTS[Kind.POD])]
-    assert page == []
 
 
 @pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
-def test_a_compacted_page_is_stored_as_the_whole_page_would_be(kind: Kind) -> None:
+def test_a_page_kept_as_it_is_decoded_is_stored_as_the_whole_page_would_be(kind: Kind) -> None:
     """The stores keep what they kept of the whole objects, and list the same names, from a
-    page compacted with their own ``keeps`` (only what they may keep, trimmed once)."""
+    page trimmed as it is decoded with their own ``keeps`` (only what they may keep)."""
     other = copy.deepcopy(OBJECTS[kind])
     other["metadata"]["namespace"] = "elsewhere"
     if kind is Kind.EVENT:
         other["involvedObject"]["namespace"] = "elsewhere"
     seen = []
-    for compact in (False, True):
+    for as_decoded in (False, True):
         stores = Stores()
         stores.track(("ns", "train"), tuple(Kind))
         page = [copy.deepcopy(other), copy.deepcopy(OBJECTS[kind])]
         listed: dict[tuple[str, str], set[str]] = {}
-        if compact:
-            page = _compacted(kind, page, stores.keeps)
-        changed = stores.relist_page(kind, page, listed, trimmed=compact)
+        if as_decoded:
+            page = _kept(kind, page, stores.keeps)
+        changed = stores.relist_page(kind, page, listed, trimmed=as_decoded)
         stores.relist_end(kind, listed, "50", [("ns", "train")])
         seen.append((changed, listed, stores.tracked(("ns", "train")).observation()))
     assert seen[0] == seen[1]
