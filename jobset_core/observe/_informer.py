@@ -140,20 +140,6 @@ def _trimmer(
     return each
 
 
-def _bare(error: JobSetError) -> JobSetError:
-    """``error`` (and the errors it chains) without its traceback: a failure kept for good is
-    a verdict, said by its message. Its traceback held the frames of the request that failed
-    (the answer, the stream, the client's locals): with an identity bound to 100 namespaces
-    that may not read Kueue's Workloads, 100 kept 403s held 800 frames and their answers."""
-    seen: BaseException | None = error
-    met: set[int] = set()
-    while seen is not None and id(seen) not in met:
-        met.add(id(seen))
-        seen.__traceback__ = None
-        seen = seen.__cause__ or seen.__context__
-    return error
-
-
 @dataclass
 class InformerStats:
     """What one informer did (read at any time).
@@ -278,7 +264,7 @@ class Informer:
 
     def _fail(self, error: JobSetError) -> None:
         self._unhold()
-        self.problem = _bare(error)
+        self.problem = error
         expected = self._refusal_expected and isinstance(error, (NotFound, Forbidden))
         (log.debug if expected else log.warning)("cannot watch %s: %s", self.source.label, error)
         self.synced.set()
