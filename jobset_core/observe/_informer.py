@@ -342,7 +342,7 @@ class Informer:
             self.stats.pages += 1
             version = version or page.resource_version
             token = page.continue_ or None
-            kept = shared(page.items)  # equal values of the page's objects: one string each
+            kept = shared(page.items, keys=True)  # the page's equal strings: one object each
             self._changed(self.stores.relist_page(kind, kept, listed, trimmed=True))
             if token is None:
                 break

@@ -253,33 +253,35 @@ def trim(kind: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
 _SHARED_MAX = 64
 
 
-def shared(value: Any, memo: dict[str, str] | None = None) -> Any:
-    """``value`` (JSON-shaped, trimmed, the caller's own) with every string, value or key,
-    that equals one seen before (in ``memo``, else in ``value`` itself) replaced by that one,
-    in place.
+def shared(value: Any, memo: dict[str, str] | None = None, *, keys: bool = False) -> Any:
+    """``value`` (JSON-shaped, trimmed, the caller's own) with every string value (and, with
+    ``keys``, every dict key) that equals one seen before (in ``memo``, else in ``value``
+    itself) replaced by that one, in place.
 
     Decoded JSON holds a string object per value: a pod's seven equal timestamps, every pod's
     ``"True"`` and condition types; and each object decoded on its own (a list's items are)
-    holds its own keys. What the observer keeps of a list page shares them: a trimmed pod took
-    6.1 KiB, 4.3 KiB shared; a Job 2.4 -> 1.9, a JobSet 2.9 -> 2.5."""
+    holds its own keys (one object's keys are one string each already: ``keys`` is for
+    many objects, a watch event's one object does not rebuild its dicts). What the observer
+    keeps of a list page shares them: a trimmed pod took 6.1 KiB, 4.3 KiB shared; a Job
+    2.4 -> 1.9, a JobSet 2.9 -> 2.5."""
     memo = {} if memo is None else memo
-    if isinstance(value, dict):
+    if isinstance(value, dict) and keys:
         pairs = list(value.items())
         value.clear()
         for key, item in pairs:
             short = isinstance(key, str) and len(key) <= _SHARED_MAX
-            value[memo.setdefault(key, key) if short else key] = _shared_item(item, memo)
+            value[memo.setdefault(key, key) if short else key] = _shared_item(item, memo, keys)
     else:
-        for index, item in enumerate(value):
-            value[index] = _shared_item(item, memo)
+        for index, item in value.items() if isinstance(value, dict) else enumerate(value):
+            value[index] = _shared_item(item, memo, keys)
     return value
 
 
-def _shared_item(item: Any, memo: dict[str, str]) -> Any:
+def _shared_item(item: Any, memo: dict[str, str], keys: bool) -> Any:
     if isinstance(item, str):
         return memo.setdefault(item, item) if len(item) <= _SHARED_MAX else item
     if isinstance(item, (dict, list)):
-        return shared(item, memo)
+        return shared(item, memo, keys=keys)
     return item
 
 

@@ -127,7 +127,7 @@ def _kept(kind: Kind, page: list[dict[str, Any]], keep: Any = None) -> list[Any]
     """What an informer keeps of a page of ``page``'s objects, read as the server writes it."""
     resource = ApiResource("", "v1", "Thing", "things")
     body = json.dumps({"kind": "ThingList", "metadata": {}, "items": page}).encode()
-    return shared(decode_list(body, resource, _trimmer(kind, keep)).items)
+    return shared(decode_list(body, resource, _trimmer(kind, keep)).items, keys=True)
 
 
 @pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
