@@ -164,6 +164,20 @@ def _job_failure_event(observation: Observation, job: str) -> str:
     return ""
 
 
+def _versions(objects: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str], ...] | None:
+    """Which versions of which objects these are: ``(name, resourceVersion)`` each (a
+    version is never reused for different contents of one object); ``None`` when one has
+    no version (it cannot be told from another)."""
+    found = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if not version:
+            return None
+        found.append((str(meta.get("name") or ""), str(version)))
+    return tuple(found)
+
+
 def _remember_failures(observation: Observation, failures: dict[str, str]) -> None:
     for job in observation.jobs:
         failure = rules.job_failure(job)
@@ -205,7 +219,9 @@ class Judge:
         self._restart_seen: dict[int, float] = {}  # restarts -> when first seen, unexplained
         self._looks = 0  # observations judged
         self._pod_views = podread.PodViews()  # an unchanged pod is read once
-        self._witnessed: tuple[Any, ...] = ()  # the Jobs whose failures are remembered
+        #: The Jobs whose failures are remembered, as (name, resourceVersion): not the Jobs
+        #: themselves, which the observer keeps packed between looks.
+        self._witnessed: tuple[tuple[str, str], ...] | None = ()
         #: The pod (and container) whose start failure gave the verdict, once it did.
         self.start_failure: StartProblem | None = None
         #: What Kueue said of the run at the last observation (``None``: no queue holds it).
@@ -304,9 +320,10 @@ class Judge:
         """Remember how the observed Jobs failed, from an observation that is acted on but not
         judged: the native backend restarts on the observation it drove, and the one judged
         after it may no longer hold the failed Job it deleted."""
-        if observation.jobs != self._witnessed:  # the same Jobs (by identity first): known
+        seen = _versions(observation.jobs)
+        if seen is None or seen != self._witnessed:  # the same versions of the same Jobs
             _remember_failures(observation, self._job_failures)
-            self._witnessed = observation.jobs
+            self._witnessed = seen
 
     def step(self, observation: Observation, now: float | None = None) -> Step:
         """Judge one observation of the run, made at ``now`` (epoch seconds; ``None``: pods

@@ -18,21 +18,24 @@ deletion cannot bring the object back.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from jobset_core.labels import KUEUE_JOB_UID
 from jobset_core.observe._views import (
     Kind,
+    Packed,
     RunKey,
     event_subject,
     newer,
     object_key,
+    pack,
     run_of,
-    shared,
     trim,
+    unpack,
 )
 
 __all__ = [
@@ -57,6 +60,11 @@ Change = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
 #: Where a shared informer sees a kind: ``(kind, namespace)``, ``None`` for every namespace.
 Scope = tuple[Kind, "str | None"]
+
+
+def _name(text: Packed) -> str:
+    """The name of a kept object."""
+    return object_key(unpack(text))[1]
 
 
 def _rv(obj: Mapping[str, Any]) -> int | None:
@@ -126,22 +134,29 @@ def kind_set(kinds: Iterable[Kind]) -> frozenset[Kind]:
 
 @dataclass
 class RunObjects:
-    """What is kept of one tracked run (mutable; see :class:`Observation` for a snapshot)."""
+    """What is kept of one tracked run (mutable; see :class:`Observation` for a snapshot).
+
+    Every object is kept packed (:func:`~jobset_core.observe._views.pack`) and read back
+    for a snapshot only: between two looks, a waiting run holds its objects' text."""
 
     key: RunKey
     kinds: frozenset[Kind]
     holders: int = 0
-    heads: dict[Kind, Obj] = field(default_factory=dict)
-    children: dict[Kind, dict[str, Obj]] = field(
+    heads: dict[Kind, Packed] = field(default_factory=dict)
+    children: dict[Kind, dict[str, Packed]] = field(
         default_factory=lambda: {Kind.JOB: {}, Kind.POD: {}, Kind.WORKLOAD: {}}
     )
-    events: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
-    gone_jobs: OrderedDict[str, Obj] = field(default_factory=OrderedDict)
+    events: OrderedDict[str, Packed] = field(default_factory=OrderedDict)
+    gone_jobs: OrderedDict[str, Packed] = field(default_factory=OrderedDict)
     tombstones: dict[tuple[Kind, str], int] = field(default_factory=dict)
     synced: frozenset[Kind] = frozenset()
     version: int = 0
-    #: The last snapshot, and what it was taken at (a waiter looks more often than it changes).
-    _snapshot: tuple[Any, Observation] | None = field(default=None, repr=False, compare=False)
+    #: The last snapshot while someone holds it, and what it was taken at: the looks of one
+    #: change (a waiter's, its log follower's) read the objects back once; once every looker
+    #: let it go, only the text stays.
+    _snapshot: tuple[Any, weakref.ref[Observation]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def keep_only(self, kinds: Iterable[Kind]) -> list[tuple[Kind, str]]:
         """Forget the objects of every other kind.
@@ -174,24 +189,32 @@ class RunObjects:
         counts up :attr:`version`)."""
         at = (self.version, self.kinds, self.synced)
         if self._snapshot is not None and self._snapshot[0] == at:
-            return self._snapshot[1]
+            held = self._snapshot[1]()
+            if held is not None:
+                return held
         snapshot = self._observe()
-        self._snapshot = (at, snapshot)
+        self._snapshot = (at, weakref.ref(snapshot))
         return snapshot
 
     def _observe(self) -> Observation:
+        jobset, anchor = self.heads.get(Kind.JOBSET), self.heads.get(Kind.ANCHOR)
         return Observation(
             key=self.key,
-            jobset=self.heads.get(Kind.JOBSET),
-            anchor=self.heads.get(Kind.ANCHOR),
-            jobs=tuple(v for _, v in sorted(self.children[Kind.JOB].items())),
-            pods=tuple(v for _, v in sorted(self.children[Kind.POD].items())),
-            events=tuple(self.events.values()),
+            jobset=unpack(jobset) if jobset is not None else None,
+            anchor=unpack(anchor) if anchor is not None else None,
+            jobs=_unpacked(self.children[Kind.JOB]),
+            pods=_unpacked(self.children[Kind.POD]),
+            events=tuple(unpack(v) for v in self.events.values()),
             synced=self.kinds <= self.synced,
             version=self.version,
-            workloads=tuple(v for _, v in sorted(self.children[Kind.WORKLOAD].items())),
-            gone_jobs=tuple(self.gone_jobs.values()),
+            workloads=_unpacked(self.children[Kind.WORKLOAD]),
+            gone_jobs=tuple(unpack(v) for v in self.gone_jobs.values()),
         )
+
+
+def _unpacked(children: Mapping[str, Packed]) -> tuple[Obj, ...]:
+    """Children read back, by name."""
+    return tuple(unpack(v) for _, v in sorted(children.items()))
 
 
 class Stores:
@@ -205,7 +228,7 @@ class Stores:
         self._runs: dict[RunKey, RunObjects] = {}
         self._owners: dict[tuple[Kind, str, str], RunKey] = {}
         self._events_per_run = events_per_run
-        self._orphans: OrderedDict[tuple[Kind, str, str, str], Obj] = OrderedDict()
+        self._orphans: OrderedDict[tuple[Kind, str, str, str], Packed] = OrderedDict()
         #: Scopes held, and whether their list is over (every object in scope is kept).
         self._holds: dict[Scope, bool] = {}
         #: What holds keep of runs nobody tracks.
@@ -412,25 +435,25 @@ class Stores:
             return removed
         if tomb is not None and version is not None and version <= tomb:
             return False  # a listing older than the deletion it would undo
-        current = self._current(run, kind, name)
-        if not newer(obj, current):
+        stored = self._stored(run, kind, name)
+        if stored is not None and not newer(obj, unpack(stored)):
             return False
-        kept = cast(Obj, obj) if trimmed else shared(trim(kind, obj))  # trimmed: a fresh dict
-        if current == kept:
+        kept = pack(obj if trimmed else trim(kind, obj))
+        if stored == kept:
             return False
         if kind.head:
             run.heads[kind] = kept
         else:
             run.children[kind][name] = kept
             self._owners[(kind, namespace, name)] = run.key
-            if current is None and self._orphans:
+            if stored is None and self._orphans:
                 self._adopt_orphans(run, kind, namespace, name)
         return True
 
     @staticmethod
     def _keep_gone(run: RunObjects, name: str, obj: Mapping[str, Any]) -> None:
         run.gone_jobs.pop(name, None)
-        run.gone_jobs[name] = trim(Kind.JOB, obj)
+        run.gone_jobs[name] = pack(trim(Kind.JOB, obj))
         while len(run.gone_jobs) > GONE_JOBS:
             run.gone_jobs.popitem(last=False)
 
@@ -439,7 +462,7 @@ class Stores:
         for key in found:
             event = self._orphans.pop(key)
             if Kind.EVENT in run.kinds:
-                self._write_event(run, "ADDED", event)
+                self._write_event(run, "ADDED", unpack(event))
 
     def _keep_orphan(self, obj: Mapping[str, Any]) -> None:
         """An Event about a pod or Job that belongs to no known run (yet): kept for a while,
@@ -452,23 +475,25 @@ class Stores:
             return
         key = (owner_kind, namespace, name, object_key(obj)[1])
         self._orphans.pop(key, None)
-        self._orphans[key] = trim(Kind.EVENT, obj)
+        self._orphans[key] = pack(trim(Kind.EVENT, obj))
         while len(self._orphans) > ORPHAN_EVENTS:
             self._orphans.popitem(last=False)
 
-    def _current(self, run: RunObjects, kind: Kind, name: str) -> Obj | None:
+    @staticmethod
+    def _stored(run: RunObjects, kind: Kind, name: str) -> Packed | None:
+        """What is kept of the run's object of ``kind`` named ``name``, if anything."""
         if kind.head:
             head = run.heads.get(kind)
-            return head if head is not None and object_key(head)[1] == name else None
+            return head if head is not None and _name(head) == name else None
         return run.children[kind].get(name)
 
     def _remove(
         self, run: RunObjects, kind: Kind, namespace: str, name: str, version: int | None
     ) -> bool:
-        current = self._current(run, kind, name)
-        if current is None:
+        stored = self._stored(run, kind, name)
+        if stored is None:
             return False
-        held = _rv(current)
+        held = _rv(unpack(stored))
         if version is not None and held is not None and held > version:
             return False  # the deletion is older than what we hold (a re-created namesake)
         if kind.head:
@@ -484,7 +509,7 @@ class Stores:
         name = object_key(obj)[1]
         if change == "DELETED":  # Events expire; what they said stays useful
             return False
-        kept = trim(Kind.EVENT, obj)
+        kept = pack(trim(Kind.EVENT, obj))
         if run.events.get(name) == kept:
             return False
         run.events.pop(name, None)
@@ -572,13 +597,13 @@ class Stores:
             return False
         if kind.head:
             head = run.heads.get(kind)
-            present = {object_key(head)[1]} if head is not None else set()
+            present = {_name(head)} if head is not None else set()
         else:
             present = set(run.children[kind])
         dropped = False
         for name in present - names:
-            current = self._current(run, kind, name)
-            held = _rv(current) if current is not None else None
+            stored = self._stored(run, kind, name)
+            held = _rv(unpack(stored)) if stored is not None else None
             if snapshot is not None and held is not None and held > snapshot:
                 continue  # written after the list was taken (our own write, or a watch event)
             dropped = self._remove(run, kind, run.key[0], name, None) or dropped

@@ -1,10 +1,11 @@
-"""A list page is kept as its objects' trimmed parts, each made as the object is decoded, with
-the page's equal strings shared: what the stores then keep, and how they route it, must be
-what the whole objects gave."""
+"""A list page is kept as its objects' trimmed parts, each made as the object is decoded, and
+the stores keep each as its compact JSON text: what they then keep, and how they route it,
+must be what the whole objects gave, and a waiting run holds text only between looks."""
 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 from typing import Any
 
@@ -12,9 +13,9 @@ import pytest
 
 from jobset_core import labels as L
 from jobset_core.client._answers import decode_list
-from jobset_core.observe._informer import _trimmer
+from jobset_core.observe._informer import _keeper
 from jobset_core.observe._store import Stores
-from jobset_core.observe._views import Kind, run_of, shared, trim
+from jobset_core.observe._views import Kind, pack, run_of, trim, unpack
 from jobset_core.resources import ApiResource
 
 _META = {
@@ -123,38 +124,21 @@ def test_what_is_kept_of_a_trimmed_object_is_itself(kind: Kind) -> None:
     assert run_of(kind, whole) == ("ns", "train")
 
 
-def _kept(kind: Kind, page: list[dict[str, Any]], keep: Any = None) -> list[Any]:
-    """What an informer keeps of a page of ``page``'s objects, read as the server writes it."""
+def _decoded(kind: Kind, page: list[dict[str, Any]], stores: Stores) -> tuple[Any, ...]:
+    """An informer's list of a page of ``page``'s objects, read as the server writes it, into
+    ``stores``: what the page keeps itself, what the stores listed, and the runs changed."""
     resource = ApiResource("", "v1", "Thing", "things")
     body = json.dumps({"kind": "ThingList", "metadata": {}, "items": page}).encode()
-    return shared(decode_list(body, resource, _trimmer(kind, keep)).items, keys=True)
-
-
-@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
-def test_a_page_is_kept_as_its_trimmed_objects_sharing_equal_strings(kind: Kind) -> None:
-    """... equal values and keys one object each (each item is decoded on its own)."""
-    page = [copy.deepcopy(OBJECTS[kind]) for _ in range(3)]
-    kept = _kept(kind, page)
-    assert kept == [trim(kind, {"kind": "Thing", "apiVersion": "v1", **obj}) for obj in page]
-    assert kept[0] is not kept[1]
-    assert kept[0]["metadata"]["uid"] is kept[1]["metadata"]["uid"]
-    assert kept[0]["metadata"]["resourceVersion"] is kept[2]["metadata"]["resourceVersion"]
-    keys = [next(k for k in obj["metadata"] if k == "resourceVersion") for obj in kept]
-    assert keys[0] is keys[1] is keys[2]
-
-
-def test_objects_no_one_keeps_are_neither_trimmed_nor_kept() -> None:
-    ours = copy.deepcopy(OBJECTS[Kind.POD])
-    theirs = copy.deepcopy(OBJECTS[Kind.POD])
-    theirs["metadata"]["labels"] = {**_CHILD, L.JOBSET_NAME: "other"}
-    kept = _kept(Kind.POD, [theirs, ours], lambda kind, obj: run_of(kind, obj) == ("ns", "train"))
-    assert kept == [trim(Kind.POD, OBJECTS[Kind.POD])]
+    listed: dict[tuple[str, str], set[str]] = {}
+    changed: set[tuple[str, str]] = set()
+    items = decode_list(body, resource, _keeper(kind, stores, listed, changed)).items
+    return items, listed, changed
 
 
 @pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
 def test_a_page_kept_as_it_is_decoded_is_stored_as_the_whole_page_would_be(kind: Kind) -> None:
     """The stores keep what they kept of the whole objects, and list the same names, from a
-    page trimmed as it is decoded with their own ``keeps`` (only what they may keep)."""
+    page applied object by object as it is decoded; the page itself keeps nothing."""
     other = copy.deepcopy(OBJECTS[kind])
     other["metadata"]["namespace"] = "elsewhere"
     if kind is Kind.EVENT:
@@ -164,28 +148,66 @@ def test_a_page_kept_as_it_is_decoded_is_stored_as_the_whole_page_would_be(kind:
         stores = Stores()
         stores.track(("ns", "train"), tuple(Kind))
         page = [copy.deepcopy(other), copy.deepcopy(OBJECTS[kind])]
-        listed: dict[tuple[str, str], set[str]] = {}
         if as_decoded:
-            page = _kept(kind, page, stores.keeps)
-        changed = stores.relist_page(kind, page, listed, trimmed=as_decoded)
+            items, listed, changed = _decoded(kind, page, stores)
+            assert items == []
+        else:
+            listed = {}
+            changed = stores.relist_page(kind, page, listed)
         stores.relist_end(kind, listed, "50", [("ns", "train")])
         seen.append((changed, listed, stores.tracked(("ns", "train")).observation()))
     assert seen[0] == seen[1]
     assert seen[1][0] == {("ns", "train")}
 
 
-def test_one_objects_equal_values_are_shared_and_the_rest_untouched() -> None:
-    stamp = "2026-12-05T15:30:28+00:00"
-    obj = {
-        "a": "".join(["2026-12-05T15:30:28", "+00:00"]),  # equal, not the same object
-        "b": [{"c": "".join(["2026-12-05T15:30", ":28+00:00"])}, 3, None, True],
-        "d": {"e": stamp, "f": 1.5},
-        "long": "y" * 65,
-    }
-    before = copy.deepcopy(obj)
-    assert shared(obj) is obj
-    assert obj == before
-    assert obj["a"] is obj["b"][0]["c"] is obj["d"]["e"]
+def test_objects_no_one_keeps_are_neither_trimmed_nor_kept() -> None:
+    ours = copy.deepcopy(OBJECTS[Kind.POD])
+    theirs = copy.deepcopy(OBJECTS[Kind.POD])
+    theirs["metadata"]["labels"] = {**_CHILD, L.JOBSET_NAME: "other"}
+    stores = Stores()
+    stores.track(("ns", "train"), (Kind.POD,))
+    _, listed, changed = _decoded(Kind.POD, [theirs, ours], stores)
+    assert listed == {("ns", "train"): {"train-workers-0-0-abcde"}}
+    assert changed == {("ns", "train")}
+    assert stores.size["pods"] == 1
+    assert stores.tracked(("ns", "train")).observation().pods == (trim(Kind.POD, ours),)
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=lambda k: k.value)
+def test_a_packed_object_reads_back_as_itself_and_equal_objects_pack_equal(kind: Kind) -> None:
+    trimmed = trim(kind, OBJECTS[kind])
+    text = pack(trimmed)
+    assert isinstance(text, bytes)
+    assert unpack(text) == trimmed
+    assert pack(copy.deepcopy(trimmed)) == text
+    assert unpack(text) is not unpack(text)
+    assert pack({**trimmed, "metadata": {**trimmed["metadata"], "uid": "u-2"}}) != text
+
+
+def test_a_run_keeps_text_between_looks_and_one_snapshot_while_it_is_held() -> None:
+    """The stores keep each object packed; the looks of one change share one snapshot; once
+    nobody holds it, it is gone, and the next look reads the text back."""
+    stores = Stores()
+    key = ("ns", "train")
+    stores.track(key, tuple(Kind))
+    for kind in (Kind.JOBSET, Kind.JOB, Kind.POD, Kind.EVENT, Kind.WORKLOAD):
+        stores.relist(kind, [copy.deepcopy(OBJECTS[kind])], "50", [key])
+    run = stores.tracked(key)
+    assert run is not None
+    kept = [*run.heads.values(), *run.events.values()]
+    kept += [text for children in run.children.values() for text in children.values()]
+    assert len(kept) == 5 and all(isinstance(text, bytes) for text in kept)
+    first = run.observation()
+    assert first.jobset == trim(Kind.JOBSET, OBJECTS[Kind.JOBSET])
+    assert first.pods == (trim(Kind.POD, OBJECTS[Kind.POD]),)
+    assert run.observation() is first  # held: the same snapshot
+    pod = first.pods[0]
+    del first
+    gc.collect()
+    again = run.observation()
+    assert again.pods == (pod,) and again.pods[0] is not pod  # read back from the text
+    assert stores.apply(Kind.POD, "MODIFIED", copy.deepcopy(OBJECTS[Kind.POD])) is None
+    assert run.observation() is again  # an unchanged object changes nothing
 
 
 #: A pod as a kubelet reports one that ran, failed once and runs again: every condition,

@@ -9,6 +9,7 @@ CPU reading every pod again and ~7 s matching every Event to every pod, at each 
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 from jobset_core import labels as L
 from jobset_core.observe._store import Stores
 from jobset_core.observe._views import Kind
-from jobset_core.pods import PodView, PodViews
+from jobset_core.pods import VIEWS_KEPT_FROM, PodView, PodViews
 from jobset_core.policy.pod_start import _event_end, _PodEvents
 
 
@@ -67,17 +68,31 @@ def pod(name: str, version: str, phase: str = "Running", uid: str | None = None)
 
 
 def test_unchanged_pods_keep_their_views_and_only_the_last_look_is_kept() -> None:
+    """A big run's pods at the same version keep their views, read back or not."""
     views = PodViews()
+    rest = [pod(f"r{i:03d}", "1") for i in range(VIEWS_KEPT_FROM)]
     a, b, c = pod("a", "1"), pod("b", "1"), pod("c", "1")
-    first = views.of([a, b, c])
-    b2 = pod("b", "2", phase="Succeeded")  # the observer replaces a pod that changed
-    second = views.of([a, b2, dict(c)])
-    assert second[0] is first[0]  # the same object: unchanged
+    first = views.of([a, b, c, *rest])
+    b2 = pod("b", "2", phase="Succeeded")  # a change: a new resourceVersion
+    second = views.of([copy.deepcopy(a), b2, pod("c", ""), *rest])  # read back: new dicts
+    assert second[0] is first[0]  # the same version: unchanged
     assert second[1] is not first[1] and second[1].phase == "Succeeded"
-    assert second[2] is not first[2]  # an equal copy is read again
-    assert [v.name for v in second] == ["a", "b", "c"]
-    assert views.of([b2])[0] is second[1]
-    assert views.of([a])[0] is not first[0]  # forgotten: not in the last look
+    assert second[2] is not first[2]  # no version: read again
+    assert [v.name for v in second[:3]] == ["a", "b", "c"]
+    assert views.of([b2, *rest])[0] is second[1]
+    assert views.of([a, *rest])[0] is not first[0]  # forgotten: not in the last look
+
+
+def test_a_small_runs_views_are_not_kept_through_the_wait() -> None:
+    """Below :data:`VIEWS_KEPT_FROM` pods, a look reads its pods and keeps nothing."""
+    views = PodViews()
+    big = [pod(f"p{i:03d}", "1") for i in range(VIEWS_KEPT_FROM)]
+    views.of(big)
+    small = big[: VIEWS_KEPT_FROM - 1]
+    first = views.of(small)
+    assert views._known == {}
+    again = views.of(small)
+    assert again == first and again[0] is not first[0]
 
 
 def test_a_run_looked_at_again_unchanged_is_the_same_snapshot() -> None:
