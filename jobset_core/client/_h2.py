@@ -31,7 +31,6 @@ import json
 import ssl
 import urllib.parse
 import zlib
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -181,19 +180,33 @@ class _Stream:
         self.id = stream_id
         self.status = 0
         self.headers: dict[str, str] = {}  # names in lower case, as HTTP/2 sends them
-        self.chunks: deque[tuple[bytes, int]] = deque()
+        #: What came and was not read yet (a list: mostly empty or one chunk; a deque and an
+        #: ``asyncio.Event`` took 1.3 KiB a stream, and a triggerer bound to 100 namespaces
+        #: holds 400 watches).
+        self.chunks: list[tuple[bytes, int]] = []
         self.ended = False
         self.error: BaseException | None = None
-        self.wake = asyncio.Event()
+        #: The reader's wake-up, while it waits.
+        self._waiter: asyncio.Future[None] | None = None
 
     def answered(self) -> bool:
         return self.status != 0
 
+    def wake(self) -> None:
+        """Something came: the reader, if it waits, looks."""
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def wait(self, timeout: float | None) -> None:
         """Until something comes (a header, data, the end, an error)."""
-        self.wake.clear()
-        async with asyncio.timeout(timeout):
-            await self.wake.wait()
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        finally:
+            if self._waiter is waiter:
+                self._waiter = None
 
     async def take(self, timeout: float | None) -> bytes | None:
         """The next chunk (``None`` at the end); raises the stream's error."""
@@ -203,7 +216,7 @@ class _Stream:
             if self.ended:
                 return None
             await self.wait(timeout)
-        data, flow = self.chunks.popleft()
+        data, flow = self.chunks.pop(0)
         self.connection.acknowledge(self, flow)
         return data
 
@@ -424,20 +437,20 @@ class _Connection:
                     stream.status = int(text)
                 elif not key.startswith(":"):
                     stream.headers[key] = text
-            stream.wake.set()
+            stream.wake()
         elif isinstance(event, h2.events.DataReceived):
             stream.chunks.append((event.data, event.flow_controlled_length))
-            stream.wake.set()
+            stream.wake()
         elif isinstance(event, h2.events.StreamEnded):
             stream.ended = True
             self._streams.pop(stream.id, None)
-            stream.wake.set()
+            stream.wake()
         elif isinstance(event, h2.events.StreamReset):
             self._streams.pop(stream.id, None)
             stream.error = ConnectionResetError(
                 f"the API server reset the stream (HTTP/2 error {event.error_code!s})"
             )
-            stream.wake.set()
+            stream.wake()
 
     def _goaway(self, last_stream_id: int | None, code: Any) -> None:
         """The server is going (a restart, too many streams served): no new stream here;
@@ -447,7 +460,7 @@ class _Connection:
         for stream_id in [i for i in self._streams if i > last]:
             stream = self._streams.pop(stream_id)
             stream.error = ConnectionResetError(f"the API server went away (GOAWAY {code!s})")
-            stream.wake.set()
+            stream.wake()
         self._window.set()
 
     def _fail(self, error: BaseException) -> None:
@@ -457,7 +470,7 @@ class _Connection:
         for stream in streams.values():
             if stream.error is None and not stream.ended:
                 stream.error = error
-            stream.wake.set()
+            stream.wake()
         self._settled.set()
         self._window.set()
         self._writer.close()

@@ -288,7 +288,7 @@ class Observer:
                     informer.start()
             elif (
                 informer.problem is None
-                and (informer.synced.is_set() or informer.since)
+                and (informer.synced or informer.since)
                 and kind not in run.synced
             ):
                 # Its first list is over (or it never lists), and no hold kept this run's
