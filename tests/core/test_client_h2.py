@@ -288,3 +288,42 @@ async def test_answers_left_unread_give_their_window_back(
         assert connection._h2.inbound_flow_control_window > 32 * 2**20
         listed = await client.list(CONFIG_MAP, namespace=cluster_namespace)
         assert len([c for c in listed.items if c["metadata"]["name"].startswith("unread-")]) == 3
+
+
+@pytest.mark.cluster
+async def test_a_connection_remembers_a_bounded_number_of_closed_streams(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """h2 remembers how each closed stream closed (by default 65,536 a connection, about 110
+    bytes each). Ours remember at most 1,024: 1,500 requests on one connection, every third
+    one an answer broken off after its first chunk while the rest of it is still coming (the
+    frames in flight after the reset must still be met as a reset stream's, not as the
+    server's error), leave the connection open and its memory of closed streams bounded."""
+    async with Client(settings) as client:
+        body = {"metadata": {"name": "streams-big"}, "data": {"blob": "x" * 200_000}}
+        await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+        pool = client._h2
+        assert pool is not None
+        path = f"/api/v1/namespaces/{cluster_namespace}/configmaps"
+
+        async def one(i: int) -> None:
+            if i % 3:
+                await client.get(CONFIG_MAP, "streams-big", namespace=cluster_namespace)
+                return
+            response = await pool.request(
+                "GET", path, headers={"Accept": "application/json"}, read_timeout=30
+            )
+            assert response is not None and response.status == 200
+            chunks = response.content.iter_any()
+            await anext(chunks)
+            await chunks.aclose()
+            response.release()
+
+        for start in range(0, 1500, 50):
+            await asyncio.gather(*(one(i) for i in range(start, start + 50)))
+        await asyncio.sleep(0.5)  # the broken-off answers' last frames arrive
+        (connection,) = pool._connections
+        assert connection.closed is None
+        remembered = connection._h2._closed_streams
+        assert 0 < len(remembered) <= connection._h2.MAX_CLOSED_STREAMS == 1024
+        assert await client.get(CONFIG_MAP, "streams-big", namespace=cluster_namespace)
