@@ -14,7 +14,7 @@ import pytest
 from jobset_core import labels as L
 from jobset_core.client._answers import decode_list
 from jobset_core.observe._informer import _keeper
-from jobset_core.observe._store import Stores
+from jobset_core.observe._store import DECODED_FROM, Stores
 from jobset_core.observe._views import Kind, pack, run_of, trim, unpack
 from jobset_core.resources import ApiResource
 
@@ -303,3 +303,29 @@ def test_a_trimmed_pod_reads_as_the_whole_one_and_keeps_only_what_is_read() -> N
     ]
     assert sorted(status["containerStatuses"][0]) == ["lastState", "name", "restartCount", "state"]
     assert trim(Kind.POD, trimmed) == trimmed
+
+
+def _pod(name: str, version: str, phase: str = "Running") -> dict[str, Any]:
+    pod = copy.deepcopy(OBJECTS[Kind.POD])
+    pod["metadata"] = {**pod["metadata"], "name": name, "resourceVersion": version}
+    pod["status"] = {**pod["status"], "phase": phase}
+    return pod
+
+
+@pytest.mark.parametrize("pods", [DECODED_FROM - 1, DECODED_FROM])
+def test_a_big_run_reads_back_only_what_changed(pods: int) -> None:
+    """From :data:`DECODED_FROM` children on, a snapshot reuses what the last one read back
+    for every object that did not change; a smaller run reads everything back each time."""
+    stores = Stores()
+    key = ("ns", "train")
+    stores.track(key, (Kind.POD,))
+    stores.relist(Kind.POD, [_pod(f"p{i:03d}", "10") for i in range(pods)], "50", [key])
+    run = stores.tracked(key)
+    assert run is not None
+    first = run.observation().pods
+    assert stores.apply(Kind.POD, "MODIFIED", _pod("p000", "11", "Succeeded")) == key
+    second = run.observation().pods
+    assert second[0]["status"]["phase"] == "Succeeded" and second[0] is not first[0]
+    assert second[1:] == first[1:]
+    big = pods >= DECODED_FROM
+    assert all((a is b) == big for a, b in zip(first[1:], second[1:], strict=True))
