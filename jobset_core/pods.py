@@ -364,19 +364,20 @@ class PodView:
 
 
 class PodViews:
-    """The views of a run's pods from one look to the next: a pod at the same
-    ``resourceVersion`` as at the last look keeps its view (a version is never reused for
-    other contents). A waiter judges a 1,000-pod run at every change of one of its pods;
-    reading all of them again each time cost ~60 us a pod.
+    """The views of a run's pods from one look to the next: a pod that is the same object as
+    at the last look keeps its view (the observer reads back a big run's unchanged pods as
+    the objects it read last time, and never changes one in place). A waiter judges a
+    1,000-pod run at every change of one of its pods; reading all of them again each time
+    cost ~60 us a pod.
 
     Only the views of the last look are kept, and only for runs of :data:`VIEWS_KEPT_FROM`
-    pods or more: a view holds its pod, and the observer keeps a waiting run's pods as text
+    pods or more: a view holds its pod, and the observer keeps a small run's pods as text
     between looks (a run of a few pods reads them again at its next change, 60 us a pod,
     rather than holding them through a wait of hours).
     """
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str], PodView] = {}
+        self._known: dict[int, tuple[Mapping[str, Any], PodView]] = {}
 
     def of(self, pods: Sequence[Mapping[str, Any]]) -> list[PodView]:
         """The views of ``pods``, in their order."""
@@ -386,14 +387,9 @@ class PodViews:
         known, kept = self._known, {}
         views: list[PodView] = []
         for pod in pods:
-            meta = metadata(pod)
-            version = meta.get("resourceVersion")
-            key = (str(meta.get("name") or ""), str(version)) if version else None
-            view = known.get(key) if key is not None else None
-            if view is None:
-                view = PodView.of(pod)
-            if key is not None:
-                kept[key] = view
+            found = known.get(id(pod))
+            view = found[1] if found is not None and found[0] is pod else PodView.of(pod)
+            kept[id(pod)] = (pod, view)
             views.append(view)
         self._known = kept
         return views

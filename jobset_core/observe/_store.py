@@ -160,7 +160,8 @@ class RunObjects:
     _snapshot: tuple[Any, weakref.ref[Observation]] | None = field(
         default=None, repr=False, compare=False
     )
-    #: A big run's objects as last read back, by the identity of their packed text.
+    #: A big run's children as read back, by the identity of their packed text (those
+    #: replaced since are forgotten once they are as many as those kept).
     _decoded: dict[int, tuple[Packed, Obj]] | None = field(default=None, repr=False, compare=False)
 
     def read(self, text: Packed) -> Obj:
@@ -211,14 +212,17 @@ class RunObjects:
         return snapshot
 
     def _observe(self) -> Observation:
-        big = sum(len(children) for children in self.children.values()) >= DECODED_FROM
-        kept: dict[int, tuple[Packed, Obj]] | None = {} if big else None
+        count = sum(len(children) for children in self.children.values())
+        cache = self._decoded if self._decoded is not None else {}
+        read = unpack
+        if count >= DECODED_FROM:
 
-        def read(text: Packed) -> Obj:
-            obj = self.read(text)
-            if kept is not None:
-                kept[id(text)] = (text, obj)
-            return obj
+            def read(text: Packed) -> Obj:
+                hit = cache.get(id(text))
+                if hit is not None and hit[0] is text:
+                    return hit[1]
+                obj = cache[id(text)] = (text, unpack(text))
+                return obj[1]
 
         def children(kind: Kind) -> tuple[Obj, ...]:
             return tuple(read(text) for _, text in sorted(self.children[kind].items()))
@@ -226,17 +230,23 @@ class RunObjects:
         jobset, anchor = self.heads.get(Kind.JOBSET), self.heads.get(Kind.ANCHOR)
         seen = Observation(
             key=self.key,
-            jobset=read(jobset) if jobset is not None else None,
-            anchor=read(anchor) if anchor is not None else None,
+            jobset=unpack(jobset) if jobset is not None else None,
+            anchor=unpack(anchor) if anchor is not None else None,
             jobs=children(Kind.JOB),
             pods=children(Kind.POD),
-            events=tuple(read(text) for text in self.events.values()),
+            events=tuple(unpack(text) for text in self.events.values()),
             synced=self.kinds <= self.synced,
             version=self.version,
             workloads=children(Kind.WORKLOAD),
-            gone_jobs=tuple(read(text) for text in self.gone_jobs.values()),
+            gone_jobs=tuple(unpack(text) for text in self.gone_jobs.values()),
         )
-        self._decoded = kept
+        if count < DECODED_FROM:
+            self._decoded = None
+        elif len(cache) > 2 * count:  # what changed since: forget what is no longer kept
+            kept = [text for children in self.children.values() for text in children.values()]
+            self._decoded = {id(text): cache[id(text)] for text in kept if id(text) in cache}
+        else:
+            self._decoded = cache
         return seen
 
 

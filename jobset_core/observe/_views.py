@@ -331,6 +331,10 @@ def _samples() -> bytes:
 
 
 _ZDICT = _samples()
+#: A compressor and a decompressor primed with the dictionary, copied for each object (a
+#: copy costs half what priming a new one does: 4.7 against 9 us for a 0.5 KiB object).
+_PACKER = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 1, zdict=_ZDICT)
+_READER = zlib.decompressobj(_WBITS, zdict=_ZDICT)
 
 
 def pack(obj: Mapping[str, Any]) -> Packed:
@@ -338,16 +342,16 @@ def pack(obj: Mapping[str, Any]) -> Packed:
     :func:`_samples`, read back (:func:`unpack`) only while a waiter looks at the run.
 
     A waiting task's three trimmed objects took 7.6 KiB as Python objects (a dict, a string,
-    a list each, some 80 of them), 2.7 KiB as their text, and take 0.8 KiB packed (10 us to
+    a list each, some 80 of them), 2.7 KiB as their text, and take 0.8 KiB packed (5 us to
     pack an object, 10 us to read it back). Equal objects pack to equal bytes: an unchanged
     object written again is seen as unchanged without reading it back."""
-    packer = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 1, zdict=_ZDICT)
+    packer = _PACKER.copy()
     return packer.compress(_ENCODE(obj).encode()) + packer.flush()
 
 
 def unpack(text: Packed) -> dict[str, Any]:
     """A kept object, read back (a fresh dict the caller may keep or drop)."""
-    reader = zlib.decompressobj(_WBITS, zdict=_ZDICT)
+    reader = _READER.copy()
     found: dict[str, Any] = json.loads(reader.decompress(text) + reader.flush())
     return found
 

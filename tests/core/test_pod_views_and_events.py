@@ -68,16 +68,16 @@ def pod(name: str, version: str, phase: str = "Running", uid: str | None = None)
 
 
 def test_unchanged_pods_keep_their_views_and_only_the_last_look_is_kept() -> None:
-    """A big run's pods at the same version keep their views, read back or not."""
+    """A big run's pods that are the same objects as at the last look keep their views."""
     views = PodViews()
     rest = [pod(f"r{i:03d}", "1") for i in range(VIEWS_KEPT_FROM)]
     a, b, c = pod("a", "1"), pod("b", "1"), pod("c", "1")
     first = views.of([a, b, c, *rest])
-    b2 = pod("b", "2", phase="Succeeded")  # a change: a new resourceVersion
-    second = views.of([copy.deepcopy(a), b2, pod("c", ""), *rest])  # read back: new dicts
-    assert second[0] is first[0]  # the same version: unchanged
+    b2 = pod("b", "2", phase="Succeeded")  # the observer replaces a pod that changed
+    second = views.of([a, b2, copy.deepcopy(c), *rest])
+    assert second[0] is first[0]  # the same object: unchanged
     assert second[1] is not first[1] and second[1].phase == "Succeeded"
-    assert second[2] is not first[2]  # no version: read again
+    assert second[2] is not first[2]  # an equal copy is read again
     assert [v.name for v in second[:3]] == ["a", "b", "c"]
     assert views.of([b2, *rest])[0] is second[1]
     assert views.of([a, *rest])[0] is not first[0]  # forgotten: not in the last look
