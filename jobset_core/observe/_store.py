@@ -164,14 +164,18 @@ class RunObjects:
     #: replaced since are forgotten once they are as many as those kept).
     _decoded: dict[int, tuple[Packed, Obj]] | None = field(default=None, repr=False, compare=False)
 
-    def read(self, text: Packed) -> Obj:
-        """One of the run's kept objects, read back (a big run's, once per version)."""
+    def read(self, text: Packed, *, keep: bool = False) -> Obj:
+        """One of the run's kept objects, read back (a big run's, once per version:
+        ``keep`` adds what had to be read back to what it keeps)."""
         decoded = self._decoded
         if decoded is not None:
             hit = decoded.get(id(text))
             if hit is not None and hit[0] is text:
                 return hit[1]
-        return unpack(text)
+        obj = unpack(text)
+        if keep and decoded is not None:
+            decoded[id(text)] = (text, obj)
+        return obj
 
     def keep_only(self, kinds: Iterable[Kind]) -> list[tuple[Kind, str]]:
         """Forget the objects of every other kind.
@@ -213,19 +217,15 @@ class RunObjects:
 
     def _observe(self) -> Observation:
         count = sum(len(children) for children in self.children.values())
-        cache = self._decoded if self._decoded is not None else {}
-        read = unpack
-        if count >= DECODED_FROM:
-
-            def read(text: Packed) -> Obj:
-                hit = cache.get(id(text))
-                if hit is not None and hit[0] is text:
-                    return hit[1]
-                obj = cache[id(text)] = (text, unpack(text))
-                return obj[1]
+        big = count >= DECODED_FROM
+        if not big:
+            self._decoded = None
+        elif self._decoded is None:
+            self._decoded = {}
 
         def children(kind: Kind) -> tuple[Obj, ...]:
-            return tuple(read(text) for _, text in sorted(self.children[kind].items()))
+            items = sorted(self.children[kind].items())
+            return tuple(self.read(text, keep=True) for _, text in items)
 
         jobset, anchor = self.heads.get(Kind.JOBSET), self.heads.get(Kind.ANCHOR)
         seen = Observation(
@@ -240,13 +240,10 @@ class RunObjects:
             workloads=children(Kind.WORKLOAD),
             gone_jobs=tuple(unpack(text) for text in self.gone_jobs.values()),
         )
-        if count < DECODED_FROM:
-            self._decoded = None
-        elif len(cache) > 2 * count:  # what changed since: forget what is no longer kept
+        cache = self._decoded
+        if cache is not None and len(cache) > 2 * count:  # forget what is no longer kept
             kept = [text for children in self.children.values() for text in children.values()]
             self._decoded = {id(text): cache[id(text)] for text in kept if id(text) in cache}
-        else:
-            self._decoded = cache
         return seen
 
 
@@ -515,10 +512,8 @@ class Stores:
     @staticmethod
     def _stored(run: RunObjects, kind: Kind, name: str) -> Packed | None:
         """What is kept of the run's object of ``kind`` named ``name``, if anything."""
-        if kind.head:
-            head = run.heads.get(kind)
-            named = head is not None and object_key(run.read(head))[1] == name
-            return head if named else None
+        if kind.head:  # a head is routed by its own name: the run's
+            return run.heads.get(kind) if name == run.key[1] else None
         return run.children[kind].get(name)
 
     def _remove(
@@ -631,7 +626,7 @@ class Stores:
             return False
         if kind.head:
             head = run.heads.get(kind)
-            present = {object_key(run.read(head))[1]} if head is not None else set()
+            present = {run.key[1]} if head is not None else set()
         else:
             present = set(run.children[kind])
         dropped = False
