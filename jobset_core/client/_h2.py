@@ -4,7 +4,8 @@ The API server speaks HTTP/2 (ALPN ``h2``) and multiplexes streams on one connec
 client-go uses it: a triggerer watching 100 namespaces holds 400-500 watches, which over
 HTTP/1.1 are 400-500 TCP connections, each with its TLS state and asyncio's 256 KiB read
 buffer. Here they share ``ceil(streams / the server's MAX_CONCURRENT_STREAMS)`` connections
-(100 streams per connection on a default kube-apiserver).
+(100 streams per connection on a default kube-apiserver), and the TLS is our own (:class:`_TLS`:
+OpenSSL over memory buffers on a plain TCP transport), which holds only what is in flight.
 
 :class:`H2Pool` opens connections as streams need room; a connection lives until the server
 closes it (GOAWAY, a restart) or stops answering: after ``ping_after`` seconds without a
@@ -20,19 +21,20 @@ request answers ``None`` and the client goes on over HTTP/1.1. Whether a
 server is reached through an HTTP proxy at all is :func:`http2_blocked` (pure): then the
 client does not try.
 
-What the h2 library cannot decide is here, and nothing else: the socket, the wake-ups, the
-clock of the pings.
+What the h2 library cannot decide is here, and nothing else: the socket and its TLS, the
+wake-ups, the clock of the pings.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 import urllib.parse
 import zlib
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import h2.config
 import h2.connection
@@ -55,6 +57,16 @@ __all__ = [
 _STREAM_WINDOW = 4 * 2**20
 _CONNECTION_WINDOW = 64 * 2**20
 _READ_SIZE = 2**16
+#: Decrypted bytes the reader has not taken yet beyond which the socket is not read (TCP then
+#: holds the server back; h2's windows bound what it may send anyway).
+_PLAIN_LIMIT = 2 * _READ_SIZE
+#: What goes into OpenSSL's memory buffers at a time. A ``MemoryBIO`` keeps the largest size
+#: it ever held until it is freed (OpenSSL grows its buffer, never shrinks it): fed whole,
+#: one 256 KiB read of the socket during a long list would stay allocated for the life of
+#: the connection. In 4 KiB pieces each buffer stays at about 5.5 KiB.
+_SLICE = 2**12
+#: The most one TLS record decrypts to (RFC 8446 5.1): what one ``SSLObject.read`` asks for.
+_RECORD = 2**14
 
 
 class _NotH2(Exception):
@@ -246,20 +258,218 @@ class _Protocol(h2.connection.H2Connection):  # type: ignore[misc,unused-ignore]
     MAX_CLOSED_STREAMS = 1024
 
 
+class _TLS(asyncio.Protocol):
+    """One TLS connection over a plain TCP transport: OpenSSL through two ``MemoryBIO``s, as
+    ``ssl.SSLObject`` is meant to be used, for the one reader and writer of a
+    :class:`_Connection`.
+
+    asyncio's own TLS (``open_connection(ssl=...)``) reads the socket into a 256 KiB
+    ``bytearray`` it allocates (and touches) for every connection, and feeds OpenSSL's input
+    buffer whole reads, which it then keeps at their largest: 650 KiB a connection after lists
+    of megabytes (glibc's ``mallinfo2``), with no way to size either. Here the socket's reads
+    (``data_received``) go to OpenSSL in :data:`_SLICE` pieces and are decrypted at once; what
+    is kept is the decrypted bytes the reader has not taken (at most :data:`_PLAIN_LIMIT` and
+    one read of the socket: past it the socket is paused) and what OpenSSL keeps for a record
+    that came in part.
+    """
+
+    def __init__(self, context: ssl.SSLContext, server_hostname: str) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self.ssl_object = context.wrap_bio(
+            self._incoming, self._outgoing, server_hostname=server_hostname
+        )
+        self._transport: asyncio.Transport | None = None
+        self._secure = False  # the handshake is done: what comes is application data
+        #: Decrypted, not read yet (a list: mostly empty or one record).
+        self._plain: list[bytes] = []
+        self._buffered = 0
+        self._paused = False
+        self._eof = False
+        self._error: BaseException | None = None
+        self._closing = False
+        #: The wake-up of the one reader (the handshake, then the connection's reading task).
+        self._waiter: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # create_connection's: TCP
+
+    def data_received(self, data: bytes) -> None:
+        view = memoryview(data)
+        for start in range(0, len(view), _SLICE):
+            self._incoming.write(view[start : start + _SLICE])
+            if self._secure:
+                self._decrypt()
+        if self._buffered > _PLAIN_LIMIT and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        """The server closed its side: what OpenSSL holds is decrypted, then the reader gets
+        the end (a TLS ``close_notify`` or not: the h2 layer knows whether its streams were
+        done). ``False``: the transport closes."""
+        self._incoming.write_eof()
+        if self._secure:
+            self._decrypt()
+        self._eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and self._error is None:
+            self._error = exc
+        self._eof = True
+        self._closing = True
+        self._wake()
+
+    # ------------------------------------------------------------ the connection's side
+
+    async def handshake(self) -> None:
+        """The TLS handshake; raises OpenSSL's verdict (``ssl.SSLCertVerificationError`` for a
+        certificate not trusted or not for this host), as asyncio's own TLS does."""
+        while True:
+            try:
+                self.ssl_object.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError) as err:
+                raise ConnectionResetError(
+                    "the server closed the connection during the TLS handshake"
+                ) from err
+            except ssl.SSLError:
+                self._flush()  # the alert that tells the server why
+                raise
+            if self._error is not None:
+                raise self._error
+            if self._closing:
+                raise ConnectionResetError("the connection was lost during the TLS handshake")
+            await self._wait()
+        self._secure = True
+        self._flush()
+        self._decrypt()  # application data that came with the handshake's last records
+
+    async def read(self, size: int) -> bytes:
+        """Up to ``size`` decrypted bytes, as soon as there are any; ``b""`` once the server
+        closed the connection. Raises the error that broke it."""
+        while not self._plain:
+            if self._error is not None:
+                raise self._error
+            if self._eof:
+                return b""
+            await self._wait()
+        taken: list[bytes] = []
+        count = 0
+        while self._plain and count < size:
+            chunk = self._plain[0]
+            if count + len(chunk) > size:
+                self._plain[0] = chunk[size - count :]
+                chunk = chunk[: size - count]
+            else:
+                del self._plain[0]
+            taken.append(chunk)
+            count += len(chunk)
+        self._buffered -= count
+        if self._paused and self._buffered <= _PLAIN_LIMIT // 2 and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        return taken[0] if len(taken) == 1 else b"".join(taken)
+
+    def write(self, data: bytes) -> None:
+        """Encrypt and send ``data`` (dropped once the connection is closing)."""
+        view = memoryview(data)
+        for start in range(0, len(view), _SLICE):
+            if self._closing:
+                return
+            try:
+                self.ssl_object.write(view[start : start + _SLICE])
+            except ssl.SSLError as err:  # OpenSSL refuses: the connection is broken
+                self._broken(err)
+                return
+            self._flush()
+
+    def close(self) -> None:
+        """Send a ``close_notify`` (when the handshake was done) and close the socket; a
+        reader still waiting gets the end. When what was sent before has not all left (the
+        server reads nothing: a connection found dead by a ping), the socket is closed at
+        once: else it would stay open, with what it holds, until TCP itself gave up."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._secure:
+            with contextlib.suppress(ssl.SSLError):  # the server's close_notify is not awaited
+                self.ssl_object.unwrap()
+            self._flush(closing=True)
+        if self._transport is not None:
+            if self._transport.get_write_buffer_size():
+                self._transport.abort()
+            else:
+                self._transport.close()
+        self._eof = True
+        self._wake()
+
+    # ------------------------------------------------------------ within
+
+    def _decrypt(self) -> None:
+        """Take every whole record OpenSSL has, then send what it wants sent (TLS 1.3 session
+        tickets and key updates are answered while reading)."""
+        try:
+            while chunk := self.ssl_object.read(_RECORD):
+                self._plain.append(chunk)
+                self._buffered += len(chunk)
+            self._eof = True  # b"": the server's close_notify
+        except ssl.SSLWantReadError:
+            pass
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            self._eof = True  # the end, with or without close_notify: the reader gets b""
+        except (ssl.SSLError, OSError) as err:
+            self._broken(err)
+            return
+        self._flush()
+
+    def _broken(self, error: BaseException) -> None:
+        if self._error is None:
+            self._error = error
+        self._wake()
+        if self._transport is not None:
+            self._closing = True
+            self._transport.abort()
+
+    def _flush(self, *, closing: bool = False) -> None:
+        """Hand OpenSSL's output to the socket."""
+        data = self._outgoing.read()
+        if data and self._transport is not None and (closing or not self._closing):
+            self._transport.write(data)
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            if self._waiter is waiter:
+                self._waiter = None
+
+
 class _Connection:
     """One TLS connection speaking HTTP/2, and the task that reads it."""
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        wire: _TLS,
         authority: str,
         *,
         ping_after: float,
         ping_timeout: float,
     ) -> None:
-        self._reader = reader
-        self._writer = writer
+        self._wire = wire
         self._authority = authority
         self._ping_after = ping_after
         self._ping_timeout = ping_timeout
@@ -402,12 +612,7 @@ class _Connection:
     async def _read_loop(self) -> None:
         try:
             while True:
-                data = await self._next_bytes()
-                if not data:
-                    raise ConnectionResetError("the API server closed the HTTP/2 connection")
-                for event in self._h2.receive_data(data):
-                    self._on(event)
-                self._flush()
+                self._receive(await self._next_bytes())
         except asyncio.CancelledError:
             self._fail(ConnectionError("the client closed the connection"))
             raise
@@ -415,18 +620,28 @@ class _Connection:
             error = err if isinstance(err, ConnectionError) else ConnectionError(str(err))
             self._fail(error)
 
+    def _receive(self, data: bytes) -> None:
+        """Hand what came to h2 and act on its events. A function of its own so that nothing
+        of it stays referenced while the loop waits (a local of the loop would keep the last
+        read, up to 64 KiB, for as long as the connection is silent)."""
+        if not data:
+            raise ConnectionResetError("the API server closed the HTTP/2 connection")
+        for event in self._h2.receive_data(data):
+            self._on(event)
+        self._flush()
+
     async def _next_bytes(self) -> bytes:
         """The next bytes; a silent connection is pinged, and dead when the ping is not
         answered (any frame will do)."""
         try:
             async with asyncio.timeout(self._ping_after):
-                return await self._reader.read(_READ_SIZE)
+                return await self._wire.read(_READ_SIZE)
         except TimeoutError:
             self._h2.ping(b"jobset\x00\x00")
             self._flush()
         try:
             async with asyncio.timeout(self._ping_timeout):
-                return await self._reader.read(_READ_SIZE)
+                return await self._wire.read(_READ_SIZE)
         except TimeoutError:
             raise ConnectionError(
                 f"the API server did not answer a ping in {self._ping_timeout:g} s after "
@@ -487,12 +702,12 @@ class _Connection:
             stream.wake()
         self._settled.set()
         self._window.set()
-        self._writer.close()
+        self._wire.close()
 
     def _flush(self) -> None:
         data = self._h2.data_to_send()
         if data and self.closed is None:
-            self._writer.write(data)
+            self._wire.write(data)
 
 
 class H2Pool:
@@ -598,28 +813,30 @@ class H2Pool:
         return None if index is None else alive[index]
 
     async def _open(self) -> _Connection:
+        wire: _TLS | None = None
         try:
             async with asyncio.timeout(self._connect_timeout):
-                reader, writer = await asyncio.open_connection(
-                    self._host,
-                    self._port,
-                    ssl=self._context,
-                    server_hostname=self._server_hostname,
-                    limit=_READ_SIZE,
+                _, wire = await asyncio.get_running_loop().create_connection(
+                    lambda: _TLS(self._context, self._server_hostname), self._host, self._port
                 )
+                await wire.handshake()
         except TimeoutError:
+            if wire is not None:
+                wire.close()
             raise ConnectionError(
                 f"no TLS connection to {self._authority} in {self._connect_timeout:g} s"
             ) from None
-        tls = writer.get_extra_info("ssl_object")
-        protocol = tls.selected_alpn_protocol() if tls is not None else None
+        except BaseException:
+            if wire is not None:
+                wire.close()
+            raise
+        protocol = wire.ssl_object.selected_alpn_protocol()
         if protocol != "h2":
-            writer.close()
+            wire.close()
             raise _NotH2(f"{self._authority} chose {protocol or 'no protocol'}")
         self._on_connect()
         connection = _Connection(
-            reader,
-            writer,
+            wire,
             self._authority,
             ping_after=self._ping_after,
             ping_timeout=self._ping_timeout,

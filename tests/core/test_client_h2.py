@@ -14,6 +14,8 @@ import asyncio
 import gc
 import math
 import os
+import time
+import tracemalloc
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -327,3 +329,113 @@ async def test_a_connection_remembers_a_bounded_number_of_closed_streams(
         remembered = connection._h2._closed_streams
         assert 0 < len(remembered) <= connection._h2.MAX_CLOSED_STREAMS == 1024
         assert await client.get(CONFIG_MAP, "streams-big", namespace=cluster_namespace)
+
+
+# ------------------------------------------------------------------ the connection's own TLS
+
+
+@pytest.mark.cluster
+async def test_a_connection_holds_no_read_buffer_of_asyncios(
+    settings: ClientSettings, cluster_namespace: str
+) -> None:
+    """What opening one connection keeps, in Python objects (tracemalloc): its TLS layer, h2's
+    state and ours, under 30 KiB; asyncio's TLS allocated a 256 KiB read buffer for each
+    (290 KiB a connection). Three lists of 2.7 MB then come over it, each faster than it is
+    read (the socket is paused, then resumed), and it keeps no more than a few KiB more:
+    nothing is sized by the largest read."""
+    async with Client(settings) as client:
+        for i in range(3):
+            body = {"metadata": {"name": f"tls-{i}"}, "data": {"blob": "x" * 900_000}}
+            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+        pool = client._h2
+        assert pool is not None
+        await (await pool._open()).aclose()  # the first one's imports and caches
+        gc.collect()
+        tracemalloc.start()
+        try:
+            connection = await pool._open()
+            gc.collect()
+            opened = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        try:
+            assert opened < 64 * 1024, opened
+            wire = connection._wire
+            transport = wire._transport
+            assert transport is not None
+            pauses, pause = [], transport.pause_reading
+
+            def pausing() -> None:
+                pauses.append(wire._buffered)
+                pause()
+
+            transport.pause_reading = pausing  # type: ignore[method-assign]
+            path = f"/api/v1/namespaces/{cluster_namespace}/configmaps"
+            tracemalloc.start()
+            try:
+                for _ in range(3):
+                    response = await connection.request(
+                        "GET",
+                        path,
+                        headers={"Accept": "application/json"},
+                        body=None,
+                        read_timeout=30,
+                    )
+                    time.sleep(0.2)  # the loop blocked: the answer waits in the socket
+                    assert len(await response.read()) > 2_700_000
+                    del response
+                await asyncio.sleep(0.2)
+                gc.collect()
+                # Not the event loop's own: each read's timeout leaves a cancelled timer in
+                # its heap until it is purged (about 100 bytes each, not the connection's).
+                loop_own = tracemalloc.Filter(False, f"{Path(asyncio.__file__).parent}/*")
+                snapshot = tracemalloc.take_snapshot().filter_traces([loop_own])
+                grown = sum(stat.size for stat in snapshot.statistics("filename"))
+            finally:
+                tracemalloc.stop()
+            assert grown < 16 * 1024, grown
+            assert pauses, "the socket was never paused"
+            assert not wire._paused and wire._buffered == 0 and not wire._plain
+        finally:
+            await connection.aclose()
+
+
+class _Closing(TcpPass):
+    """A pass-through that can also end every connection the polite way (a FIN each way:
+    no TCP reset, and no TLS ``close_notify``, which only the server could send)."""
+
+    def close(self) -> None:
+        writers, self._writers = self._writers, []
+        for writer in writers:
+            writer.close()
+
+
+@pytest.mark.cluster
+async def test_one_connection_carries_requests_and_watches_until_the_server_closes_it(
+    settings: ClientSettings, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """300 requests and 5 watches over one connection, every answer and event whole; then the
+    connection is closed under them (FIN): its watches fail as a closed connection, and the
+    next request opens another."""
+    async with _Closing(Path(str(settings.kubeconfig_path))) as link:
+        through = ClientSettings(kubeconfig_path=str(link.kubeconfig(tmp_path / "kubeconfig")))
+        async with Client(through) as client:
+            body = {"metadata": {"name": "many"}, "data": {"n": "0"}}
+            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
+            for start in range(0, 300, 50):
+                got = await asyncio.gather(
+                    *(
+                        client.get(CONFIG_MAP, "many", namespace=cluster_namespace)
+                        for _ in range(start, start + 50)
+                    )
+                )
+                assert all(item["data"] == {"n": "0"} for item in got)
+            await _seen_by_every_watch(client, cluster_namespace, 5, "seen-by-5")
+            assert link.accepted == client.stats.connections == 1
+            tasks = await _watching(client, cluster_namespace, 5, {})
+            link.close()
+            results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+            assert all(isinstance(r, Unreachable) for r in results), results
+            assert all("closed the HTTP/2 connection" in str(r) for r in results), results
+            assert await client.get(CONFIG_MAP, "many", namespace=cluster_namespace)
+            assert link.accepted == client.stats.connections == 2

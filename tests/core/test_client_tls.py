@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from jobset_core.client import Client, ClientSettings, RetryPolicy
+from jobset_core.client._h2 import _PLAIN_LIMIT, _READ_SIZE, _TLS, H2Pool
 from jobset_core.client.config import load_connection
 from jobset_core.errors import Unreachable
 from jobset_core.observe import settings_key
@@ -122,3 +123,153 @@ def test_settings_that_differ_in_verification_share_no_observer() -> None:
     assert settings_key(ClientSettings(kubeconfig=config)) != settings_key(
         ClientSettings(kubeconfig=config, insecure_skip_tls_verify=True)
     )
+
+
+# ------------------------------------------------------------------ the HTTP/2 path's own TLS
+#
+# The HTTP/2 connections speak TLS through jobset_core.client._h2._TLS (OpenSSL over memory
+# buffers), not asyncio's. A local endpoint with a certificate for 127.0.0.1 that offers
+# ``h2`` stands in for the server's TLS: what is tested is the TLS layer (handshake verdicts,
+# data both ways, the end, the socket paused while nobody reads), not HTTP/2.
+
+
+class TlsServer:
+    """A TLS endpoint on 127.0.0.1 offering ``h2``; each connection runs ``handler``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.key, self.cert = directory / "h2.key", directory / "h2.crt"
+        command = ["openssl", "req", "-x509", *EC_KEY, "-days", "1", "-subj", "/CN=127.0.0.1"]
+        command += ["-addext", "subjectAltName=IP:127.0.0.1"]
+        command += ["-keyout", str(self.key), "-out", str(self.cert)]
+        subprocess.run(command, check=True, capture_output=True)
+        self.port = 0
+        self.handler: Any = None
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.cert))
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        return context
+
+    async def connect(self, hostname: str = "127.0.0.1") -> Any:
+        """A :class:`_TLS` after its handshake."""
+        loop = asyncio.get_running_loop()
+        context = self.client_context()
+        _, wire = await loop.create_connection(
+            lambda: _TLS(context, hostname), "127.0.0.1", self.port
+        )
+        await asyncio.wait_for(wire.handshake(), 10)
+        return wire
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self.handler(reader, writer)
+        except OSError:
+            pass  # the client went
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def tls_server(tmp_path: Path) -> AsyncIterator[TlsServer]:
+    found = TlsServer(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(found.cert, found.key)
+    context.set_alpn_protocols(["h2"])
+    server = await asyncio.start_server(found._handle, "127.0.0.1", 0, ssl=context)
+    found.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield found
+
+
+async def _read_all(wire: Any) -> bytes:
+    chunks = []
+    while chunk := await asyncio.wait_for(wire.read(_READ_SIZE), 10):
+        assert len(chunk) <= _READ_SIZE
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def test_our_tls_carries_data_both_ways_and_sees_the_servers_close(
+    tls_server: TlsServer,
+) -> None:
+    """What is written comes back whole (written in pieces far larger than a TLS record),
+    ALPN is the server's choice, and the server's close (``close_notify``) reads as b""."""
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = int((await reader.readline()).decode())
+        writer.write(await reader.readexactly(size))
+        await writer.drain()
+
+    tls_server.handler = echo
+    wire = await tls_server.connect()
+    assert wire.ssl_object.selected_alpn_protocol() == "h2"
+    payload = bytes(range(256)) * 1000  # 256,000 bytes
+    wire.write(f"{len(payload)}\n".encode())
+    wire.write(payload)
+    assert await _read_all(wire) == payload
+    assert await wire.read(_READ_SIZE) == b""  # and stays at the end
+    wire.close()
+
+
+async def test_our_tls_pauses_the_socket_while_nobody_reads(tls_server: TlsServer) -> None:
+    """4 MB sent to a reader that does not read: what is held decrypted stops growing past
+    the bound and one read of the socket (TCP holds the rest back), then all of it comes."""
+    payload = b"0123456789abcdef" * 2**18  # 4 MiB
+
+    async def send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(payload)
+        await writer.drain()
+
+    tls_server.handler = send
+    wire = await tls_server.connect()
+    async with asyncio.timeout(10):
+        while not wire._paused:
+            await asyncio.sleep(0.01)
+    held = wire._buffered
+    await asyncio.sleep(0.3)
+    assert wire._buffered == held <= _PLAIN_LIMIT + 256 * 1024  # asyncio reads 256 KiB at most
+    assert await _read_all(wire) == payload
+    assert not wire._paused and wire._buffered == 0 and wire._plain == []
+    wire.close()
+
+
+async def _open(tls_server: TlsServer, **options: Any) -> Any:
+    context = options.pop("context", None) or tls_server.client_context()
+    pool = H2Pool(f"https://127.0.0.1:{tls_server.port}", context, **options)
+    return await pool._open()
+
+
+async def test_our_tls_raises_the_certificate_errors_of_asyncios(tls_server: TlsServer) -> None:
+    """An untrusted certificate or one for another name fails the handshake with
+    ``ssl.SSLCertVerificationError``, as asyncio's TLS did (the client's errors name it)."""
+    tls_server.handler = lambda reader, writer: reader.read()
+    with pytest.raises(ssl.SSLCertVerificationError, match="certificate verify failed"):
+        await _open(tls_server, context=ssl.create_default_context())
+    with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
+        await _open(tls_server, server_hostname="elsewhere.invalid")
+
+
+async def test_a_server_that_hangs_up_in_the_handshake_is_a_reset_connection() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        pool = H2Pool(f"https://127.0.0.1:{port}", ssl.create_default_context())
+        with pytest.raises(ConnectionResetError):
+            await pool._open()
+
+
+async def test_a_handshake_that_never_ends_is_bounded_by_the_connect_timeout() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # reads the ClientHello, answers nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        pool = H2Pool(
+            f"https://127.0.0.1:{port}", ssl.create_default_context(), connect_timeout=0.3
+        )
+        with pytest.raises(ConnectionError, match=r"no TLS connection to .* in 0\.3 s"):
+            await pool._open()
