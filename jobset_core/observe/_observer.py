@@ -123,6 +123,8 @@ class Tracked:
     generator-based context manager, whose generator, frame and wrapper a waiting task kept
     besides)."""
 
+    __slots__ = ("_informers", "_observer", "_waiters", "_woken", "target")
+
     def __init__(self, observer: Observer, target: Target) -> None:
         self.target = target
         self._observer = observer
@@ -169,8 +171,11 @@ class Tracked:
             # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that comes
             # as the wake-up does (the waiter then waited out its whole timeout).
             try:
-                async with asyncio.timeout(timeout):
+                if timeout is None:  # no timer to keep (a wait without a deadline)
                     await waiter
+                else:
+                    async with asyncio.timeout(timeout):
+                        await waiter
             except TimeoutError:
                 return False
             finally:

@@ -194,8 +194,7 @@ def test_a_run_keeps_text_between_looks_and_one_snapshot_while_it_is_held() -> N
         stores.relist(kind, [copy.deepcopy(OBJECTS[kind])], "50", [key])
     run = stores.tracked(key)
     assert run is not None
-    kept = [*run.heads.values(), *run.events.values()]
-    kept += [text for children in run.children.values() for text in children.values()]
+    kept = run.texts()
     assert len(kept) == 5 and all(isinstance(text, bytes) for text in kept)
     first = run.observation()
     assert first.jobset == trim(Kind.JOBSET, OBJECTS[Kind.JOBSET])
