@@ -30,6 +30,7 @@ from airflow_provider_jobset._compat import BaseTrigger, TriggerEvent, conf
 from airflow_provider_jobset._decisions import LOOK_AGAIN, RESUME_MARGIN, ResumeGuard
 from airflow_provider_jobset.hooks import JobSetHook
 from jobset_core.lifecycle import Handle, LogLine, Reporter, RunRequest, session
+from jobset_core.outcome import Progress
 
 __all__ = ["JobSetTrigger", "LookAgainTrigger", "resume_guard"]
 
@@ -150,17 +151,15 @@ class JobSetTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Wait, then fire exactly one event: the verdict."""
-        config = await self._hook().aget_config()
-        request = self.request.but(cancel_on_kill=False)  # a triggerer restart is no kill
-        if request.logs is not None:  # resumable: a restarted triggerer goes on from there
-            request = request.but(logs=dataclasses.replace(request.logs, resume=True))
+        settings = (await self._hook().aget_config()).client_settings()
         report = Reporter(
-            progress=lambda p: self.log.info("%s %s", self._what(), p.line()),
-            log=self._log_line if request.logs is not None else None,
+            progress=self._progress,
+            log=self._log_line if self.request.logs is not None else None,
         )
-        async with session(config.client_settings(), shared=True) as lifecycle:
+        async with session(settings, shared=True) as lifecycle:
+            # The wait's request is the wait's alone (not held here while it waits).
             verdict = await lifecycle.wait(
-                request, self.handle, report=report, restarts=self.restarts
+                self._waited(), self.handle, report=report, restarts=self.restarts
             )
             self.log.info("%s: %s", self._what(), verdict.message)
             await _held(self.resume_guard, self.log)
@@ -168,6 +167,17 @@ class JobSetTrigger(BaseTrigger):
         # verdict (a native run's settled status) to the shared client, so nothing is held
         # here if the caller drops the trigger after its event (dag.test() does).
         yield TriggerEvent(verdict.to_payload())  # type: ignore[no-untyped-call]
+
+    def _waited(self) -> RunRequest:
+        """The request as the trigger waits on it: a triggerer restart is no kill, and a
+        restarted triggerer's logs go on from where they were."""
+        request = self.request.but(cancel_on_kill=False)
+        if request.logs is not None:
+            request = request.but(logs=dataclasses.replace(request.logs, resume=True))
+        return request
+
+    def _progress(self, progress: Progress) -> None:
+        self.log.info("%s %s", self._what(), progress.line())
 
     def _log_line(self, line: LogLine) -> None:
         self.log.info("%s", line.shown())

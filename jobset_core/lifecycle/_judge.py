@@ -208,8 +208,9 @@ class Judge:
         self.baseline_restarts: int | None = self.rules.baseline_restarts
         self._shown: tuple[Any, ...] | None = None  # what the last progress event showed
         self._last_restarts: int | None = None
-        #: The last outcome, as its JSON: a waiting task keeps 0.5 KiB, where the model kept
-        #: 3.2 KiB (its field sets and counts); it is read back for a verdict only.
+        #: The last outcome, as its JSON without the fields at their defaults: a waiting
+        #: task keeps 0.25 KiB (0.5 KiB with them; the model kept 3.2 KiB, its field sets
+        #: and counts); it is read back for a verdict only.
         self._last: bytes | None = None
         self._seen: Mapping[SeenKey, float] = {}
         self._refused_seen: Mapping[str, float] = {}
@@ -369,7 +370,7 @@ class Judge:
     def _track(self, outcome: Outcome) -> Progress | None:
         """Remember an observed outcome; the progress event to report when something a user
         sees changed (``None`` otherwise)."""
-        self._last = outcome.model_dump_json().encode()
+        self._last = outcome.model_dump_json(exclude_defaults=True).encode()
         if self.baseline_restarts is None:
             self.baseline_restarts = outcome.restarts
         grew = self._last_restarts is not None and outcome.restarts > self._last_restarts

@@ -357,16 +357,19 @@ class Lifecycle:
             on_progress=report.progress,
             submission=submission,
         )
+        # What the wait needs of the request from here on (a triggerer holds a thousand waits)
+        cancel_on_kill, delete_policy = request.cancel_on_kill, request.delete_policy
+        del request
         try:
             verdict = await watch_run(
                 self.observer, self._backends(handle.backend), handle, waiting
             )
         except asyncio.CancelledError:
-            if request.cancel_on_kill:
+            if cancel_on_kill:
                 await asyncio.shield(self.runs.cancel(handle))
             raise
         except JobSetError:
-            if request.delete_policy == "always":  # whatever happened, even an error mid-wait
+            if delete_policy == "always":  # whatever happened, even an error mid-wait
                 with contextlib.suppress(JobSetError):
                     await self.runs.cancel(handle)
             raise

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +34,7 @@ from jobset_core.lifecycle._logs import (
     stop_follower,
 )
 from jobset_core.lifecycle.verdict import Verdict
-from jobset_core.observe import Kind, Observation, Observer, Target, Tracked, backoff
+from jobset_core.observe import Kind, Observation, Observer, Target, backoff
 from jobset_core.outcome import Progress
 from jobset_core.policy.queue import kueue_event
 from jobset_core.resources import EVENT
@@ -81,32 +81,14 @@ class Waiting:
     submission: Submission | None = None
 
 
-async def watch_run(
+def watch_run(
     observer: Observer, backend: BackendProtocol, handle: Handle, waiting: Waiting
-) -> Verdict:
-    """Watch the run until its verdict (following its logs meanwhile, when asked)."""
-    judge = Judge(handle, waiting.rules)
-    started = time.monotonic()
-    submission = waiting.submission
-    since = submission.since if submission is not None else None
-    seeds = [submission.obj] if submission is not None and submission.obj else []
-    target = backend.target(handle, since=since, seeds=seeds)
-    async with observer.track(target) as tracked:
-        following: tuple[asyncio.Task[None], FollowControl] | None = None
-        if waiting.logs is not None and waiting.on_log is not None:
-            control = FollowControl()
-            follower = asyncio.create_task(
-                _follow(
-                    observer, target, handle, waiting.logs, sink=waiting.on_log, control=control
-                )
-            )
-            following = (follower, control)
-        try:
-            verdict = await _Watch(observer.client, backend, tracked, judge, waiting).run()
-        finally:
-            if following is not None:
-                await stop_follower(*following, LOG_DRAIN_SECONDS)
-    return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
+) -> Coroutine[Any, Any, Verdict]:
+    """Watch the run until its verdict (following its logs meanwhile, when asked).
+
+    The wait itself, to await: one coroutine frame for the whole wait (a triggerer holds a
+    thousand waits, and a frame around it was 0.4 KiB each)."""
+    return _Watch(observer, backend, handle, waiting).run()
 
 
 async def _follow(
@@ -128,22 +110,55 @@ async def _follow(
 class _Watch:
     """The loop of one wait: drive (native), judge, wait for a change or a recheck."""
 
+    __slots__ = (
+        "_blocked",
+        "_failures",
+        "_kueue_said",
+        "_kueue_version",
+        "_refused",
+        "backend",
+        "client",
+        "handle",
+        "judge",
+        "observer",
+        "tracked",
+        "waiting",
+    )
+
     def __init__(
-        self,
-        client: Client,
-        backend: BackendProtocol,
-        tracked: Tracked,
-        judge: Judge,
-        waiting: Waiting,
+        self, observer: Observer, backend: BackendProtocol, handle: Handle, waiting: Waiting
     ) -> None:
-        self.client, self.backend, self.handle = client, backend, judge.handle
-        self.tracked, self.judge, self.waiting = tracked, judge, waiting
+        self.observer, self.client, self.backend = observer, observer.client, backend
+        self.handle, self.waiting = handle, waiting
+        self.judge = Judge(handle, waiting.rules)
         submission = waiting.submission
+        since = submission.since if submission is not None else None
+        seeds = [submission.obj] if submission is not None and submission.obj else []
+        self.tracked = observer.track(backend.target(handle, since=since, seeds=seeds))
         self._refused = submission.refused if submission is not None else None
         self._failures = 0
         self._blocked = 0
         self._kueue_version: Any = None
         self._kueue_said: tuple[dict[str, Any], ...] = ()
+
+    def _follow(self) -> tuple[asyncio.Task[None], FollowControl] | None:
+        """Start following the run's logs, when asked."""
+        waiting = self.waiting
+        if waiting.logs is None or waiting.on_log is None:
+            return None
+        control = FollowControl()
+        target = self.tracked.target
+        follower = asyncio.create_task(
+            _follow(
+                self.observer,
+                target,
+                self.handle,
+                waiting.logs,
+                sink=waiting.on_log,
+                control=control,
+            )
+        )
+        return follower, control
 
     def _report(self, progress: Progress | None) -> None:
         if progress is not None and self.waiting.on_progress is not None:
@@ -172,52 +187,71 @@ class _Watch:
         return moved
 
     async def run(self) -> Verdict:
+        """The wait: track the run, follow its logs (when asked), and look at each change
+        until the verdict; all in this one frame, which is what a waiting task holds."""
         started = time.monotonic()
         tracked, judge = self.tracked, self.judge
-        while True:
-            problem = tracked.problem()
-            if problem is not None:
-                raise problem
-            observation = tracked.observation()
-            if not observation.synced and self._refused is None:
-                # Part of the run is listed (its JobSet, say) and the rest is coming: nothing
-                # is driven or judged from a part. A triggerer's thousand waits starting
-                # together would each look once per kind listed, for nothing.
-                timed_out = await self._next_change(started, time.time(), None)
-                if timed_out is not None:
-                    return timed_out
-                continue
-            if observation.synced:
-                judge.prime(observation)
-            judge.witness(observation)  # what the drive acts on, even if it deletes it
-            moved = await self._drive(observation)
-            if moved is None:
-                continue
-            if moved.failure is not None:
-                progress, verdict = judge.creation_failed(*moved.failure)
-                self._report(progress)
-                return verdict
-            if moved.restarted and judge.rules.on_restart == "return":
-                # Record the restart (delete the attempt's Jobs) but leave the next attempt
-                # to the next wait: the caller hands the restart back first.
-                await self.backend.drive(
-                    self.handle, tracked.observation(), create=False, remember=tracked.remember
-                )
-            seen = await self._kueue_events(observation if moved.deleted else tracked.observation())
-            now = time.time()
-            step = judge.step(seen, now)
-            self._report_all(step.reports)
-            if step.verdict is not None and not _cleaning_up(self.handle, step.verdict, moved):
-                return await self._settle(step, moved)
-            if moved.acted:
-                continue  # what the pass wrote is observed already: plan the next one
-            recheck_at = self._blocked_until(moved, step.recheck_at, now)
-            # What this look made is not kept through the wait (a triggerer holds a
-            # thousand of these waits): the next look starts from the observer's snapshot.
-            del observation, seen, step, moved
-            timed_out = await self._next_change(started, now, recheck_at)
-            if timed_out is not None:
-                return timed_out
+        async with tracked:
+            following = self._follow()
+            try:
+                while True:
+                    problem = tracked.problem()
+                    if problem is not None:
+                        raise problem
+                    observation = tracked.observation()
+                    now, recheck_at = time.time(), None
+                    # Part of the run is listed (its JobSet, say) and the rest is coming:
+                    # nothing is driven or judged from a part. A triggerer's thousand waits
+                    # starting together would each look once per kind listed, for nothing.
+                    if observation.synced or self._refused is not None:
+                        if observation.synced:
+                            judge.prime(observation)
+                        judge.witness(observation)  # what the drive acts on, even if deleted
+                        moved = await self._drive(observation)
+                        if moved is None:
+                            continue
+                        if moved.failure is not None:
+                            progress, verdict = judge.creation_failed(*moved.failure)
+                            self._report(progress)
+                            break
+                        if moved.restarted and judge.rules.on_restart == "return":
+                            # Record the restart (delete the attempt's Jobs) but leave the
+                            # next attempt to the next wait: the caller hands it back first.
+                            await self.backend.drive(
+                                self.handle,
+                                tracked.observation(),
+                                create=False,
+                                remember=tracked.remember,
+                            )
+                        seen = await self._kueue_events(
+                            observation if moved.deleted else tracked.observation()
+                        )
+                        now = time.time()
+                        step = judge.step(seen, now)
+                        self._report_all(step.reports)
+                        if step.verdict is not None and not _cleaning_up(
+                            self.handle, step.verdict, moved
+                        ):
+                            verdict = await self._settle(step, moved)
+                            break
+                        if moved.acted:
+                            continue  # what the pass wrote is observed already: plan the next
+                        recheck_at = self._blocked_until(moved, step.recheck_at, now)
+                        # What this look made is not kept through the wait (a triggerer
+                        # holds a thousand): the next look starts from the observer's snapshot.
+                        del seen, step, moved
+                    del observation
+                    # Wait for the run to change, at most until the deadline or the recheck.
+                    ends = judge.limit(now).ends_at
+                    remaining = None if ends is None else ends - now
+                    if remaining is not None and remaining <= 0:
+                        verdict = judge.timeout(time.monotonic() - started, now)
+                        break
+                    await tracked.changed(_until_next(remaining, recheck_at, now))
+            finally:
+                if following is not None:
+                    await stop_follower(*following, LOG_DRAIN_SECONDS)
+        return verdict.model_copy(update={"waited_seconds": time.monotonic() - started})
 
     def _blocked_until(self, moved: Pass, recheck_at: float | None, now: float) -> float | None:
         """The recheck, sooner when a creation met an older run's namesake still going: one
@@ -227,18 +261,6 @@ class _Watch:
             return recheck_at
         retry_at = now + backoff(self._blocked, random.random())
         return retry_at if recheck_at is None else min(recheck_at, retry_at)
-
-    async def _next_change(
-        self, started: float, now: float, recheck_at: float | None
-    ) -> Verdict | None:
-        """Wait for the run to change, at most until the deadline or ``recheck_at``; the
-        timeout's verdict when the deadline has passed already."""
-        ends = self.judge.limit(now).ends_at
-        remaining = None if ends is None else ends - now
-        if remaining is not None and remaining <= 0:
-            return self.judge.timeout(time.monotonic() - started, now)
-        await self.tracked.changed(_until_next(remaining, recheck_at, now))
-        return None
 
     async def _kueue_events(self, observation: Observation) -> Observation:
         """The observation with Kueue's Events on the JobSet, when this identity may not read
