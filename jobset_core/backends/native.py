@@ -80,6 +80,8 @@ log = logging.getLogger(__name__)
 #: Upstream's ``maxParallelism``: Jobs created at the same time.
 MAX_CONCURRENT_CREATES = 50
 _CONFLICT_RETRIES = 10
+#: Anchors whose Service a backend remembers having (see ``NativeBackend._services``).
+SERVICES_KEPT = 4096
 #: Tries of a settled status write when the API server is away (about 15 s of backoff).
 _WRITE_TRIES = 6
 _TRANSIENT = (Unreachable, ServerError, TooManyRequests)
@@ -124,7 +126,10 @@ class NativeBackend(RunObjectBackend):
         super().__init__(client)
         self._placement: Placement = placement
         self._ttl_linger = ttl_linger
-        self._services: set[str] = set()
+        #: The anchors (by UID) whose Service this backend made or found: the newest
+        #: :data:`SERVICES_KEPT` (a triggerer's runs share one backend; one that is
+        #: forgotten costs a create that finds it, and a read).
+        self._services: dict[str, None] = {}
         self._writes: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ the run object
@@ -341,7 +346,9 @@ class NativeBackend(RunObjectBackend):
                 return True
         except ApiError as err:
             raise _CannotCreate("HeadlessServiceCreationFailed", str(err)) from err
-        self._services.add(anchor.uid)
+        self._services[anchor.uid] = None
+        while len(self._services) > SERVICES_KEPT:
+            del self._services[next(iter(self._services))]
         return False
 
     async def _create_job(self, anchor: Anchor, job: Mapping[str, Any], remember: Remember) -> bool:

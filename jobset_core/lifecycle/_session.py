@@ -9,6 +9,7 @@ never by importing this module.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -79,6 +80,7 @@ class Session:
         self._lifecycle: Lifecycle | None = None
 
     async def __aenter__(self) -> Lifecycle:
+        options, self._options = self._options or {}, None  # the lifecycle keeps them now
         if self._shared:
             self._lease = lease = shared_observer(self._settings)
             observer = await lease.__aenter__()
@@ -88,9 +90,12 @@ class Session:
             self._client = client = Client(self._settings)
             await client.__aenter__()
             observer = Observer(client, scope="run")
-        options, self._options = self._options or {}, None  # the lifecycle keeps them now
         try:
-            self._lifecycle = Lifecycle(observer, **options)
+            if self._lease is not None:  # one per set of options for every sharer, too
+                key = ("lifecycle", json.dumps(options, sort_keys=True, default=repr))
+                self._lifecycle = self._lease.kept(key, lambda: Lifecycle(observer, **options))
+            else:
+                self._lifecycle = Lifecycle(observer, **options)
         except BaseException:
             await self._close(observer)
             raise
