@@ -62,8 +62,9 @@ def build(kind: str, task: dict[str, Any]) -> Any:
     if kind == "ours":
         from airflow_provider_jobset.triggers import JobSetTrigger
 
-        request = RunRequest(
+        request = RunRequest(  # its deadline begun, as the operator's start begins it
             namespace=task["ns"],
+            deadline=Deadline().begin(time.time()),
             on_restart="return",
             cancel_on_kill=True,
             queue=task.get("queue"),
