@@ -351,7 +351,7 @@ class Client:
         lines = LineBuffer(max_line_bytes)
         self.stats.watches_open += 1
         try:
-            async for chunk in self._chunks(request, response):
+            while chunk := await self._read_some(request, response):
                 for line in lines.feed(chunk):
                     yield line.decode("utf-8", "replace")
             rest = lines.flush()
@@ -396,10 +396,15 @@ class Client:
             request, lambda auth: self._call_api(request, read_timeout, auth, streaming=True)
         )
         self.stats.watches_open += 1
+        # Read piece by piece, with no generator below this one, and nothing of the last
+        # piece or event kept while the watch is silent (a triggerer holds 400 watches).
+        event: WatchEvent[Obj] | None = None
         try:
-            async for chunk in self._chunks(request, response):
+            while chunk := await self._read_some(request, response):
                 for event in state.feed(chunk):
                     yield event
+                del chunk
+                event = None
             for event in state.close():
                 yield event
         finally:
@@ -477,10 +482,11 @@ class Client:
             forbidden_attempts=1 if once else _core.FORBIDDEN_ATTEMPTS,
         )
 
-    async def _chunks(self, request: Request, response: Any) -> AsyncIterator[bytes]:
+    async def _read_some(self, request: Request, response: Any) -> bytes:
+        """The next piece of a streamed answer, ``b""`` at its end."""
         try:
-            async for chunk in response.content.iter_any():
-                yield chunk
+            data: bytes = await response.content.readany()
+            return data
         except _TRANSPORT_ERRORS as exc:
             self._unreachable_at = time.monotonic()  # a stream cut: the server may be going
             raise _core.unreachable(request, exc) from exc

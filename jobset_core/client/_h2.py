@@ -33,7 +33,7 @@ import json
 import ssl
 import urllib.parse
 import zlib
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 import h2.config
@@ -133,6 +133,11 @@ def tls_context(configuration: Any) -> ssl.SSLContext:
     return context
 
 
+#: The response headers the client reads (each open stream, a watch among them, keeps its
+#: headers: the rest, a dozen strings, would be kept for nothing).
+_HEADERS_READ = frozenset({"content-encoding", "content-type", "retry-after", "warning"})
+
+
 class _Body:
     """The ``content`` face of a response: what the client reads a stream with."""
 
@@ -142,10 +147,16 @@ class _Body:
     def iter_any(self) -> AsyncGenerator[bytes, None]:
         return self._response.chunks()
 
+    def readany(self) -> Coroutine[Any, Any, bytes]:
+        """The next piece of the body as soon as there is one; ``b""`` at its end (what a
+        watch reads with: no generator, nor a frame of this face, kept per open stream)."""
+        return self._response.next_chunk()
+
 
 class H2Response:
     """One stream's answer, with the surface of aiohttp's response the client uses:
-    ``status``, ``headers``, ``read()``, ``content.iter_any()``, ``release()``, ``close()``.
+    ``status``, ``headers``, ``read()``, ``content.iter_any()``, ``content.readany()``,
+    ``release()``, ``close()``.
     """
 
     def __init__(self, stream: _Stream, read_timeout: float | None) -> None:
@@ -165,13 +176,18 @@ class H2Response:
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it comes (decompressed), until the stream ends."""
+        while chunk := await self.next_chunk():
+            yield chunk
+
+    async def next_chunk(self) -> bytes:
+        """The next piece of the body (decompressed), ``b""`` once the stream ended."""
         while (chunk := await self._stream.take(self._timeout)) is not None:
             if self._inflate is not None:
                 chunk = self._inflate.decompress(chunk)
             if chunk:
-                yield chunk
-        if self._inflate is not None and (tail := self._inflate.flush()):
-            yield tail
+                return chunk
+        inflate, self._inflate = self._inflate, None
+        return inflate.flush() if inflate is not None else b""
 
     async def read(self) -> bytes:
         """The whole body."""
@@ -182,6 +198,11 @@ class H2Response:
         self._stream.cancel()
 
     close = release
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class _Stream:
@@ -211,12 +232,17 @@ class _Stream:
             waiter.set_result(None)
 
     async def wait(self, timeout: float | None) -> None:
-        """Until something comes (a header, data, the end, an error)."""
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        """Until something comes (a header, data, the end, an error); ``TimeoutError`` after
+        ``timeout`` seconds. A timer, not ``asyncio.timeout``: a silent watch waits here for
+        minutes, and each of a triggerer's 400 kept the timeout's object besides."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:
-            async with asyncio.timeout(timeout):
-                await waiter
+            await waiter
         finally:
+            if timer is not None:
+                timer.cancel()
             if self._waiter is waiter:
                 self._waiter = None
 
@@ -664,7 +690,7 @@ class _Connection:
                 text = value.decode("latin-1") if isinstance(value, bytes) else value
                 if key == ":status":
                     stream.status = int(text)
-                elif not key.startswith(":"):
+                elif key in _HEADERS_READ:
                     stream.headers[key] = text
             stream.wake()
         elif isinstance(event, h2.events.DataReceived):
