@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import random
@@ -43,7 +44,7 @@ from jobset_core.observe._store import Scope, Stores
 from jobset_core.observe._views import Kind, RunKey, trim
 
 if TYPE_CHECKING:
-    from jobset_core.client import Client
+    from jobset_core.client import Client, WatchEvent
 
 __all__ = [
     "HOLD_SECONDS",
@@ -158,7 +159,7 @@ def _bare(error: JobSetError) -> JobSetError:
     return error
 
 
-@dataclass
+@dataclass(slots=True)
 class InformerStats:
     """What one informer did (read at any time).
 
@@ -180,10 +181,10 @@ class InformerStats:
 
     def snapshot(self) -> dict[str, int]:
         """A plain copy."""
-        return dict(vars(self))
+        return dataclasses.asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class Informer:
     """The loop of one :class:`Source` (start it with :meth:`start`).
 
@@ -213,7 +214,7 @@ class Informer:
     _version: str | None = None  # the last resourceVersion seen: where a watch resumes
     #: Runs waiting for a seed list, and the lock of the one seed list in flight.
     _seeds: dict[RunKey, tuple[str, str]] = field(default_factory=dict)
-    _seeding: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _seeding: asyncio.Lock | None = None  # made by the first seed (most informers have none)
     _seeded_at: float = -SEED_INTERVAL
     _release: asyncio.TimerHandle | None = None
 
@@ -383,18 +384,23 @@ class Informer:
         )
         try:
             async for event in stream:
-                if event.resource_version:
-                    self._version = event.resource_version
-                if event.type is EventType.BOOKMARK:
-                    continue
-                self.stats.events += 1
-                changed = self.stores.apply(source.kind, event.type.value, event.object)
-                if changed is not None:
-                    self.on_change({changed})
+                self._take(event)
+                del event  # not kept while the watch is silent (a triggerer holds 400)
         finally:
             close: Any = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
+
+    def _take(self, event: WatchEvent[dict[str, Any]]) -> None:
+        """One watch event into the stores."""
+        if event.resource_version:
+            self._version = event.resource_version
+        if event.type is EventType.BOOKMARK:
+            return
+        self.stats.events += 1
+        changed = self.stores.apply(self.source.kind, event.type.value, event.object)
+        if changed is not None:
+            self.on_change({changed})
 
     # ------------------------------------------------------------------ seeding
 
@@ -413,6 +419,8 @@ class Informer:
             run: Its name and UID (what the selectors name).
         """
         self._seeds[key] = run
+        if self._seeding is None:
+            self._seeding = asyncio.Lock()
         async with self._seeding:
             if key not in self._seeds:
                 return  # an earlier round listed it
