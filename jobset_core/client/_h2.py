@@ -141,6 +141,8 @@ _HEADERS_READ = frozenset({"content-encoding", "content-type", "retry-after", "w
 class _Body:
     """The ``content`` face of a response: what the client reads a stream with."""
 
+    __slots__ = ("_response",)
+
     def __init__(self, response: H2Response) -> None:
         self._response = response
 
@@ -158,6 +160,8 @@ class H2Response:
     ``status``, ``headers``, ``read()``, ``content.iter_any()``, ``content.readany()``,
     ``release()``, ``close()``.
     """
+
+    __slots__ = ("__weakref__", "_inflate", "_stream", "_timeout", "headers", "status")
 
     def __init__(self, stream: _Stream, read_timeout: float | None) -> None:
         self._stream = stream
@@ -207,6 +211,18 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 class _Stream:
     """What one stream has received, and the wake-up of its reader."""
+
+    __slots__ = (
+        "__weakref__",
+        "_waiter",
+        "chunks",
+        "connection",
+        "ended",
+        "error",
+        "headers",
+        "id",
+        "status",
+    )
 
     def __init__(self, connection: _Connection, stream_id: int) -> None:
         self.connection = connection

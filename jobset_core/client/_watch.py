@@ -59,6 +59,8 @@ class LineBuffer:
             ``...[N more bytes cut]`` appended.
     """
 
+    __slots__ = ("_dropped", "_max", "_pending")
+
     def __init__(self, max_line: int | None = None) -> None:
         self._pending = bytearray()
         self._max = max_line
@@ -100,6 +102,8 @@ class WatchState(Generic[T]):
         decode: Turns an event's object (a mapping) into ``T``.
         resource_version: Where the watch starts (the list's resourceVersion), if known.
     """
+
+    __slots__ = ("_decode", "_lines", "expired", "resource_version")
 
     def __init__(
         self, decode: Callable[[dict[str, Any]], T], resource_version: str | None = None
