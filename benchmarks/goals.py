@@ -110,19 +110,14 @@ GOALS: list[Goal] = [
         why_missed=(
             "the figure is what the process grew by, so it holds the triggerer's fixed cost "
             "(the client and its connections, what a first trigger imports) and the free "
-            "space the start leaves in the allocators. What a task holds, measured in-process "
-            "(1,000 triggers over 100 namespaces, cluster-wide identity): about 15.5 KiB of "
-            "small objects (its wait: coroutines, asyncio task and timer, handle, requests, "
-            "judge, Airflow's logger; some 40 places below 1 KiB each) and 1.5 KiB of larger "
-            "ones; its run's JobSet, Job and pod are kept packed (0.8 KiB; 7.6 KiB as Python "
-            "objects). The rest, 1-6 KiB a task, is free space the start leaves behind: "
-            "the same fleet measured 18.1 and 22.7 KiB in two runs of the same minute, and "
-            "18.4-25.7 KiB across the nine figures here. An identity bound to each of 100 "
-            "namespaces also runs an informer per namespace and kind (400 watches over 4-5 "
-            "HTTP/2 connections, 256 KiB of TLS buffer each): about 3 KiB a task more. Below "
-            "20 KiB in every run needs a wait that is not a chain of coroutines and objects "
-            "of its own per task, a start that leaves less free space behind, and watches "
-            "that cost less than a few KiB each"
+            "space the start leaves in the allocators, 1-6 KiB a task from run to run. What a "
+            "task holds, measured in-process (1,000 triggers over 100 namespaces, "
+            "cluster-wide identity): about 11 KiB of small objects (its wait, one coroutine "
+            "frame of ours below Airflow's generator; its asyncio task, the judge, Airflow's "
+            "logger) and 1 KiB of larger ones; its run's JobSet, Job and pod are kept packed "
+            "(0.8 KiB). An identity bound to each of 100 namespaces also runs an informer "
+            "per namespace and kind (400 watches over 5 HTTP/2 connections): about 3 KiB a "
+            "task more"
         ),
     ),
     Goal(
