@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from jobset_core.client import Client, ClientSettings, EventType
-from jobset_core.client._h2 import H2Response, _Stream, first_with_room, http2_blocked
+from jobset_core.client._h2 import H2Pool, H2Response, _Stream, first_with_room, http2_blocked
 from jobset_core.errors import Unreachable
 from jobset_core.resources import CONFIG_MAP
 from tests.cluster.faultproxy import FaultProxy
@@ -262,6 +262,16 @@ async def test_a_server_without_http2_is_spoken_to_in_http1(
 
 
 @pytest.mark.cluster
+async def _big_config_maps(client: Client, namespace: str, prefix: str) -> H2Pool:
+    """Three ConfigMaps of 0.9 MB (a list of them: 2.7 MB), and the client's HTTP/2 pool."""
+    for i in range(3):
+        body = {"metadata": {"name": f"{prefix}-{i}"}, "data": {"blob": "x" * 900_000}}
+        await client.create(CONFIG_MAP, body, namespace=namespace)
+    pool = client._h2
+    assert pool is not None
+    return pool
+
+
 async def test_answers_left_unread_give_their_window_back(
     settings: ClientSettings, cluster_namespace: str
 ) -> None:
@@ -270,11 +280,7 @@ async def test_answers_left_unread_give_their_window_back(
     back. 30 lists of 2.7 MB, each read one chunk then dropped: 81 MB, more than the window
     (64 MiB) holds, so without the give-back the connection would stall."""
     async with Client(settings) as client:
-        for i in range(3):
-            body = {"metadata": {"name": f"unread-{i}"}, "data": {"blob": "x" * 900_000}}
-            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
-        pool = client._h2
-        assert pool is not None
+        pool = await _big_config_maps(client, cluster_namespace, "unread")
         path = f"/api/v1/namespaces/{cluster_namespace}/configmaps"
         for _ in range(30):
             response = await pool.request(
@@ -344,11 +350,7 @@ async def test_a_connection_holds_no_read_buffer_of_asyncios(
     read (the socket is paused, then resumed), and it keeps no more than a few KiB more:
     nothing is sized by the largest read."""
     async with Client(settings) as client:
-        for i in range(3):
-            body = {"metadata": {"name": f"tls-{i}"}, "data": {"blob": "x" * 900_000}}
-            await client.create(CONFIG_MAP, body, namespace=cluster_namespace)
-        pool = client._h2
-        assert pool is not None
+        pool = await _big_config_maps(client, cluster_namespace, "tls")
         await (await pool._open()).aclose()  # the first one's imports and caches
         gc.collect()
         tracemalloc.start()
