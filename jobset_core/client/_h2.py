@@ -33,7 +33,7 @@ import json
 import ssl
 import urllib.parse
 import zlib
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 import h2.config
@@ -146,9 +146,6 @@ class _Body:
     def __init__(self, response: H2Response) -> None:
         self._response = response
 
-    def iter_any(self) -> AsyncGenerator[bytes, None]:
-        return self._response.chunks()
-
     def readany(self) -> Coroutine[Any, Any, bytes]:
         """The next piece of the body as soon as there is one; ``b""`` at its end (what a
         watch reads with: no generator, nor a frame of this face, kept per open stream)."""
@@ -157,8 +154,7 @@ class _Body:
 
 class H2Response:
     """One stream's answer, with the surface of aiohttp's response the client uses:
-    ``status``, ``headers``, ``read()``, ``content.iter_any()``, ``content.readany()``,
-    ``release()``, ``close()``.
+    ``status``, ``headers``, ``read()``, ``content.readany()``, ``release()``, ``close()``.
     """
 
     __slots__ = ("__weakref__", "_inflate", "_stream", "_timeout", "headers", "status")
@@ -178,11 +174,6 @@ class H2Response:
         collector came by (a triggerer's 500 list answers at its start: 0.5 KiB a task)."""
         return _Body(self)
 
-    async def chunks(self) -> AsyncGenerator[bytes, None]:
-        """The body as it comes (decompressed), until the stream ends."""
-        while chunk := await self.next_chunk():
-            yield chunk
-
     async def next_chunk(self) -> bytes:
         """The next piece of the body (decompressed), ``b""`` once the stream ended."""
         while (chunk := await self._stream.take(self._timeout)) is not None:
@@ -195,7 +186,10 @@ class H2Response:
 
     async def read(self) -> bytes:
         """The whole body."""
-        return b"".join([chunk async for chunk in self.chunks()])
+        chunks = []
+        while chunk := await self.next_chunk():
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def release(self) -> None:
         """Done with the answer: a stream not read to its end is reset (RST_STREAM CANCEL)."""

@@ -117,7 +117,6 @@ class _Watch:
         "_kueue_version",
         "_refused",
         "backend",
-        "client",
         "handle",
         "judge",
         "observer",
@@ -128,7 +127,7 @@ class _Watch:
     def __init__(
         self, observer: Observer, backend: BackendProtocol, handle: Handle, waiting: Waiting
     ) -> None:
-        self.observer, self.client, self.backend = observer, observer.client, backend
+        self.observer, self.backend = observer, backend
         self.handle, self.waiting = handle, waiting
         self.judge = Judge(handle, waiting.rules)
         submission = waiting.submission
@@ -141,7 +140,7 @@ class _Watch:
         self._kueue_version: Any = None
         self._kueue_said: tuple[dict[str, Any], ...] = ()
 
-    def _follow(self) -> tuple[asyncio.Task[None], FollowControl] | None:
+    def _start_follower(self) -> tuple[asyncio.Task[None], FollowControl] | None:
         """Start following the run's logs, when asked."""
         waiting = self.waiting
         if waiting.logs is None or waiting.on_log is None:
@@ -192,7 +191,7 @@ class _Watch:
         started = time.monotonic()
         tracked, judge = self.tracked, self.judge
         async with tracked:
-            following = self._follow()
+            following = self._start_follower()
             try:
                 while True:
                     problem = tracked.problem()
@@ -275,7 +274,7 @@ class _Watch:
         version = meta.get("resourceVersion")
         if version != self._kueue_version:
             try:
-                self._kueue_said = await kueue_events(self.client, self.handle)
+                self._kueue_said = await kueue_events(self.observer.client, self.handle)
             except JobSetError:
                 return observation  # the JobSet alone tells queued from admitted
             self._kueue_version = version
@@ -368,7 +367,7 @@ class _Watch:
 
     async def _listed_pods(self) -> Sequence[Mapping[str, Any]]:
         try:
-            return await run_pods(self.client, self.handle)
+            return await run_pods(self.observer.client, self.handle)
         except JobSetError:
             return []  # the verdict stands; only its result is unknown
 
