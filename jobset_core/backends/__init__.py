@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jobset_core.backends._anchor import anchor_events, parse_anchor
+from jobset_core.backends._anchor import anchor_events, parse_anchor, read_anchor, read_jobset
 from jobset_core.backends._base import (
     BACKEND_CHOICES,
     BackendChoice,
@@ -52,6 +52,8 @@ __all__ = [
     "locate",
     "make_backend",
     "parse_anchor",
+    "read_anchor",
+    "read_jobset",
     "resolve_kind",
 ]
 

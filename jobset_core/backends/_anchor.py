@@ -20,7 +20,8 @@ Everything here is pure: building, parsing and patch bodies; the backend sends t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,8 @@ __all__ = [
     "not_an_anchor",
     "owner_reference",
     "parse_anchor",
+    "read_anchor",
+    "read_jobset",
     "status_patch",
     "suspend_patch",
     "with_patch",
@@ -193,6 +196,55 @@ def parse_anchor(obj: Mapping[str, Any]) -> Anchor:
         jobset=jobset,
         events=tuple(_kept_events(data)),
     )
+
+
+class _Reads:
+    """The last objects parsed, by the identity of the object read (held, so that its identity
+    stays its own): what a waiter reads of its run's head, the same object in each part of
+    one pass (to drive it, to judge it, for its result and for its log follower)."""
+
+    def __init__(self, kept: int) -> None:
+        self._kept = kept
+        self._found: dict[int, tuple[object, Any]] = {}
+        self._lock = threading.Lock()  # worker mode waits in threads of one process
+
+    def read(self, obj: object, parse: Callable[[Any], Any]) -> Any:
+        key = id(obj)
+        with self._lock:
+            found = self._found.get(key)
+        if found is not None and found[0] is obj:
+            return found[1]
+        parsed = parse(obj)
+        with self._lock:
+            while len(self._found) >= self._kept:
+                del self._found[next(iter(self._found))]
+            self._found[key] = (obj, parsed)
+        return parsed
+
+
+#: Runs whose heads stay parsed: a burst of runs ending together reads each one's several
+#: times, between the reads of others.
+READS_KEPT = 16
+_ANCHORS = _Reads(READS_KEPT)
+_JOBSETS = _Reads(READS_KEPT)
+
+
+def read_anchor(obj: Mapping[str, Any]) -> Anchor:
+    """:func:`parse_anchor`, parsed once for the same object (the observer's copy, which is
+    replaced, never changed): 0.15 ms each time, four to six times in a waiter's pass. The
+    result is shared by those who read the same object: to read, never to change.
+
+    Raises:
+        NotAnAnchor: As :func:`parse_anchor`.
+    """
+    found: Anchor = _ANCHORS.read(obj, parse_anchor)
+    return found
+
+
+def read_jobset(obj: Mapping[str, Any]) -> JobSet:
+    """``JobSet.model_validate``, once for the same JobSet object (as :func:`read_anchor`)."""
+    found: JobSet = _JOBSETS.read(obj, JobSet.model_validate)
+    return found
 
 
 def _kept_events(data: Mapping[str, Any]) -> list[dict[str, Any]]:

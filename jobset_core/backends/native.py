@@ -39,6 +39,7 @@ from jobset_core.backends._anchor import (
     build_anchor,
     not_an_anchor,
     parse_anchor,
+    read_anchor,
     suspend_patch,
     with_patch,
 )
@@ -195,7 +196,7 @@ class NativeBackend(RunObjectBackend):
         found = observation.anchor
         if found is None or not observation.synced:
             return Pass()
-        anchor = parse_anchor(found)
+        anchor = read_anchor(found)  # the judge reads the same object next
         if (handle.uid and anchor.uid != handle.uid) or anchor.deleting:
             return Pass()  # gone or going: the judge says so
         step = plan_pass(anchor, observation.jobs, _now(), create=create, placement=self._placement)

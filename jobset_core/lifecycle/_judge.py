@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jobset_core import pods as podread
-from jobset_core.backends import Handle, parse_anchor
+from jobset_core.backends import Handle, read_anchor, read_jobset
 from jobset_core.errors import JobSetError
 from jobset_core.lifecycle.request import Deadline, Limit, OnPreemption
 from jobset_core.lifecycle.verdict import Verdict, VerdictKind
@@ -98,12 +98,13 @@ class Step:
 
 
 def head_jobset(handle: Handle, observation: Observation) -> JobSet | None:
-    """The run's JobSet: the JobSet resource, or the one its native anchor keeps."""
+    """The run's JobSet: the JobSet resource, or the one its native anchor keeps (parsed once
+    for the object the observer holds: to read, never to change)."""
     if handle.backend == "native":
         anchor = observation.anchor
-        return parse_anchor(anchor).jobset if anchor is not None else None
+        return read_anchor(anchor).jobset if anchor is not None else None
     found = observation.jobset
-    return JobSet.model_validate(found) if found is not None else None
+    return read_jobset(found) if found is not None else None
 
 
 def run_result(jobset: JobSet, pods: Iterable[Mapping[str, Any]]) -> Any:

@@ -12,12 +12,15 @@ from jobset_core.backends._anchor import (
     ANCHOR_LABEL,
     ANCHOR_VALUE,
     JOBSET_KEY,
+    READS_KEPT,
     STATUS_KEY,
     NotAnAnchor,
     build_anchor,
     not_an_anchor,
     owner_reference,
     parse_anchor,
+    read_anchor,
+    read_jobset,
     status_patch,
     suspend_patch,
 )
@@ -141,6 +144,32 @@ def test_parse_reads_status_and_deletion() -> None:
     anchor = parse_anchor(as_served(body, deletionTimestamp="2025-01-02T03:05:00Z"))
     assert anchor.status == status
     assert anchor.deleting
+
+
+def test_a_read_anchor_is_parsed_once_per_object_read() -> None:
+    """What a waiter's pass reads several times (its drive, its judge, its result, its log
+    follower) is parsed once for the object the observer holds; an object read anew, even
+    equal, is parsed anew, and the reads kept are bounded."""
+    obj = as_served(build_anchor(make_jobset(), "ns"))
+    first = read_anchor(obj)
+    assert read_anchor(obj) is first
+    assert first == parse_anchor(obj) and parse_anchor(obj) is not first  # its own copy
+    again = json.loads(json.dumps(obj))  # the next event's object: equal, not the same
+    assert read_anchor(again) is not first and read_anchor(again) == first
+    others = [as_served(build_anchor(make_jobset(), "ns"), name=f"r{i}") for i in range(READS_KEPT)]
+    for other in others:
+        read_anchor(other)
+    assert read_anchor(obj) is not first  # pushed out by as many reads of other objects
+    jobset = make_jobset(uid=UID).to_dict()  # the controller backend's head
+    assert read_jobset(jobset) is read_jobset(jobset) == JobSet.model_validate(jobset)
+
+
+def test_an_object_that_is_no_anchor_is_refused_at_every_read() -> None:
+    obj = as_served(build_anchor(make_jobset(), "ns"))
+    obj["data"][JOBSET_KEY] = "{"
+    for _ in range(2):
+        with pytest.raises(NotAnAnchor):
+            read_anchor(obj)
 
 
 @pytest.mark.parametrize(
