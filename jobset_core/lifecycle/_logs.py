@@ -223,7 +223,8 @@ class Follower:
             note = self.budget.drop_note(time.time(), force=True)
             if note:
                 self.sink(_notice(note))
-            await asyncio.shield(self._save(final=True))
+            if self._unsaved():  # a shielded save is a task: two turns of a busy loop
+                await asyncio.shield(self._save(final=True))
 
     async def _synced(self, wait: float) -> None:
         """Give the observer up to ``wait`` seconds to have listed the run's pods."""
@@ -419,8 +420,13 @@ class Follower:
         ):
             await self._save(final=False)
 
+    def _unsaved(self) -> bool:
+        """Whether the cursor has moved since it was last kept (and is kept at all)."""
+        return self.store is not None and self._dirty
+
     async def _save(self, *, final: bool) -> None:
-        if self.store is None or not self._dirty:
+        store = self.store
+        if store is None or not self._dirty:
             return
         self.cursor.spent = self.budget.spent
         self._dirty = False
@@ -428,9 +434,9 @@ class Follower:
         try:
             if final:
                 async with asyncio.timeout(CURSOR_SAVE_TIMEOUT):
-                    await self.store.save(self.cursor)
+                    await store.save(self.cursor)
             else:
-                await self.store.save(self.cursor)
+                await store.save(self.cursor)
         except (TimeoutError, JobSetError) as error:
             self._dirty = True
             log.info("could not keep the log cursor of %s: %s", self.handle.name, error)
