@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.subject import Channel, Counters, LoopLag, instrument
+from benchmarks.subject import Channel, Counters, LoopLag, freeze_start_up, instrument
 
 if TYPE_CHECKING:
     from jobset_core.client import Client
@@ -197,6 +197,7 @@ async def run(spec: dict[str, Any], channel: Channel, counters: Counters) -> Non
     kind = spec["kind"]
     tasks: list[dict[str, Any]] = spec["tasks"]
     stats = prepare(kind, spec.get("watch_window"))
+    freeze_start_up()
     lag = LoopLag()
     lag.start()
     commands = channel.commands(asyncio.get_running_loop())

@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from benchmarks.subject import Channel
+from benchmarks.subject import Channel, freeze_start_up
 
 __all__ = ["admitted", "ended", "native_job", "owner"]
 
@@ -178,6 +178,7 @@ def main(spec: dict[str, Any]) -> None:
             daemon=True,
             name=f"watch {resource}",
         ).start()
+    freeze_start_up()
     channel.emit("ready")
     next_command = channel.blocking_commands()
     while next_command().get("cmd") != "stop":

@@ -18,6 +18,7 @@ What only the process itself can see, it counts here, the same way for ours and 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -29,9 +30,22 @@ from typing import Any, TextIO
 
 from benchmarks.stats import summary
 
-__all__ = ["Channel", "Counters", "LoopLag", "instrument"]
+__all__ = ["Channel", "Counters", "LoopLag", "freeze_start_up", "instrument"]
 
 TICK = 0.02
+
+
+def freeze_start_up() -> None:
+    """Leave what the subject holds once it has imported everything (modules, classes) out
+    of the interpreter's later full collections, as the Airflow processes that run the
+    subjects' code do: the LocalExecutor freezes its heap before it forks the workers, the
+    DAG processor after its start, and a triggerer's first shared lease of ours after it
+    imports the client (:func:`jobset_core.observe._shared._import_client`). Unfrozen, a
+    subject with Airflow loaded (236,000 objects) pauses 0.17 s for each full collection,
+    at moments no production process would; every subject, ours, the anchors' and the
+    floor's, freezes at the same point: ready, before its first measured moment."""
+    gc.collect()
+    gc.freeze()
 
 
 class Channel:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.subject import Channel, instrument
+from benchmarks.subject import Channel, freeze_start_up, instrument
 
 __all__ = ["main"]
 
@@ -66,6 +66,7 @@ async def run(spec: dict[str, Any], channel: Channel) -> None:
                 verdict = await lifecycle.wait(request, handle)
             channel.emit("fired", at=time.time(), kind=verdict.kind, message=verdict.message)
 
+        freeze_start_up()
         task = asyncio.ensure_future(work())
         channel.emit("ready")
         while True:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.fleet import build, status_of
-from benchmarks.subject import Channel
+from benchmarks.subject import Channel, freeze_start_up
 from benchmarks.workloads import finish_at, job_body, jobset_body, pod_body
 
 if TYPE_CHECKING:
@@ -338,6 +338,7 @@ def _prepare(spec: dict[str, Any], channel: Channel) -> None:
     import airflow_provider_jobset.triggers  # noqa: F401
     import jobset_core.client._client  # noqa: F401
 
+    freeze_start_up()
     channel.emit("ready")
     command = channel.blocking_commands()()
     t0 = float(command.get("t0", time.time()))
