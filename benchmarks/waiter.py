@@ -41,6 +41,7 @@ async def run(spec: dict[str, Any], channel: Channel) -> None:
 
     if spec.get("lean"):
         _lean()
+    freeze_start_up()  # before the baseline: the collection it makes frees the imports' garbage
     commands = channel.commands(asyncio.get_running_loop())
     channel.emit("baseline")
     while (await commands.get()).get("cmd") not in ("go", "stop"):
@@ -66,7 +67,6 @@ async def run(spec: dict[str, Any], channel: Channel) -> None:
                 verdict = await lifecycle.wait(request, handle)
             channel.emit("fired", at=time.time(), kind=verdict.kind, message=verdict.message)
 
-        freeze_start_up()
         task = asyncio.ensure_future(work())
         channel.emit("ready")
         while True:
