@@ -14,7 +14,9 @@ the native backend stores the JobSet in a ConfigMap of the same name:
 
 The headless Service and the child Jobs carry a controller owner reference to the anchor
 (``blockOwnerDeletion``), so deleting the anchor removes the whole run by garbage collection.
-Everything here is pure: building, parsing and patch bodies; the backend sends them.
+Everything here is pure: building, parsing and patch bodies; the backend sends them. The one
+state kept is a bounded memo of the last heads parsed (:func:`read_anchor`,
+:func:`read_jobset`), by the identity of the object read: the same input, the same result.
 """
 
 from __future__ import annotations
