@@ -5,6 +5,8 @@ make: no number of it is typed by hand)."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -275,3 +277,24 @@ def test_the_floor_records_only_a_native_runs_jobs(
     refs = [V1OwnerReference(api_version="v1", kind=k, name=n, uid="u") for k, n in owners]
     job = V1Job(metadata=V1ObjectMeta(name="j", namespace="n", owner_references=refs or None))
     assert floor.native_job(resource, job) is expected
+
+
+def test_process_starts_are_timed_in_rounds_of_every_subject(tmp_path: Path) -> None:
+    """Each round starts every subject once, so a slow spell falls on them alike; the
+    untimed first start of each is not counted."""
+    from benchmarks.local import _Started, _time_starts
+
+    log = tmp_path / "starts"
+
+    def subject(name: str) -> _Started:
+        code = f"open({str(log)!r}, 'a').write({name!r})"
+        return _Started([sys.executable, "-c", code], dict(os.environ))
+
+    subjects = [subject("a"), subject("b"), subject("c")]
+    _time_starts(subjects, 3)
+    assert log.read_text() == "abc" + "abc" * 3
+    assert [(len(s.wall), len(s.cpu)) for s in subjects] == [(3, 3)] * 3
+    assert all(w > 0 for s in subjects for w in s.wall)
+    failing = _Started([sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
+    with pytest.raises(RuntimeError, match="failed"):
+        _time_starts([failing], 1)
