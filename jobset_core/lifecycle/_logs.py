@@ -425,8 +425,8 @@ class Follower:
         return self.store is not None and self._dirty
 
     async def _save(self, *, final: bool) -> None:
-        store = self.store
-        if store is None or not self._dirty:
+        store = self.store if self._unsaved() else None
+        if store is None:
             return
         self.cursor.spent = self.budget.spent
         self._dirty = False

@@ -346,6 +346,28 @@ class DevCluster:
 
         return self.wait_for(done, timeout=timeout, desc=f"JobSet {namespace}/{name} to finish")
 
+    def first_event_at(self, namespace: str, field_selector: str, timeout: float = 0) -> float:
+        """When the first Event of ``namespace`` that ``field_selector`` matches was written
+        (epoch seconds: its ``eventTime`` when its writer set one, else its first timestamp);
+        waits up to ``timeout`` seconds for one (its writer may write it apart from what it
+        is about)."""
+
+        def written() -> float | None:
+            events = self.core.list_namespaced_event(namespace, field_selector=field_selector)
+            times = [
+                e.event_time or e.first_timestamp or e.metadata.creation_timestamp
+                for e in events.items
+            ]
+            return min(t.timestamp() for t in times) if times else None
+
+        if timeout <= 0:
+            found = written()
+            assert found is not None, f"no Event {field_selector} in {namespace}"
+            return found
+        return self.wait_for(
+            written, timeout=timeout, desc=f"an Event {field_selector} in {namespace}"
+        )
+
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {n.metadata.name: dict(n.metadata.labels or {}) for n in self.core.list_node().items}
 

@@ -73,11 +73,9 @@ async def execute(
 
 def first_refusal(devcluster: Any, namespace: str) -> float:
     """When the first ``FailedCreate`` of the namespace happened (epoch seconds)."""
-    events = devcluster.core.list_namespaced_event(
-        namespace, field_selector=f"reason={FAILED_CREATE},involvedObject.kind=Job"
-    ).items
-    assert events, f"no {FAILED_CREATE} Event in {namespace}"
-    return min(e.first_timestamp.timestamp() for e in events)
+    return float(
+        devcluster.first_event_at(namespace, f"reason={FAILED_CREATE},involvedObject.kind=Job")
+    )
 
 
 def assert_refused(finished: Finished, ended: float, devcluster: Any, namespace: str) -> str:

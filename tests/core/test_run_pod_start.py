@@ -8,7 +8,6 @@ are table-tested in ``test_policy_pod_start.py``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -188,7 +187,8 @@ async def test_an_unschedulable_pod_fails_after_the_pending_timeout(
         # (a loaded machine). The verdict came after the pending_timeout of a pod created
         # after ``began``, so the grace ended no earlier than ``began + 3 + EVENTS_GRACE``;
         # a second is left for the Event's watch to bring it.
-        written = await scheduler_event_written(devcluster, cluster_namespace)
+        # the scheduler writes its Events apart from the pod's status
+        written = devcluster.first_event_at(cluster_namespace, "reason=FailedScheduling", 60)
         assert written > began + 3 + EVENTS_GRACE - 1, (
             f"the scheduler's Event was written {written - began:.1f}s after the run began, "
             f"well within its grace of {EVENTS_GRACE}s, and the message leaves it out: "
@@ -196,20 +196,6 @@ async def test_an_unschedulable_pod_fails_after_the_pending_timeout(
         )
         print(f"the scheduler's Event was written {written - began:.1f}s after the run began")
     assert 3 <= took < 20, took
-
-
-async def scheduler_event_written(devcluster: Any, namespace: str) -> float:
-    """When the scheduler wrote its first ``FailedScheduling`` Event in ``namespace`` (epoch
-    seconds; waits for it a while: the scheduler writes its Events apart from the pod's)."""
-    for _ in range(120):
-        events = devcluster.core.list_namespaced_event(
-            namespace, field_selector="reason=FailedScheduling"
-        ).items
-        times = [e.event_time or e.first_timestamp or e.metadata.creation_timestamp for e in events]
-        if times:
-            return min(t.timestamp() for t in times)
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"the scheduler wrote no FailedScheduling Event in {namespace} in 60s")
 
 
 async def test_a_slow_start_is_not_a_failure(
