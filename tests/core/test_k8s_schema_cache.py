@@ -76,3 +76,36 @@ def test_a_cache_that_cannot_be_written_or_read_is_no_error(
     _k8s_schema.cache_file().parent.mkdir(parents=True)
     _k8s_schema.cache_file().write_text("{broken")
     assert _k8s_schema.schema_tables() == _k8s_schema.read_client_tables()
+
+
+def test_the_tables_hold_what_the_roots_reach_and_nothing_else(cache_home: Path) -> None:
+    tables = _k8s_schema.schema_tables()
+    assert set(_k8s_schema.ROOTS) <= set(tables)
+    named = {
+        _k8s_schema._named(field.type) for fields in tables.values() for field in fields.values()
+    }
+    # Closed: every class a field names is in the tables, so the walker never misses one.
+    assert {n for n in named if n.startswith(("V1", "V1beta", "CoreV1"))} <= set(tables)
+    assert "V1Service" not in tables  # not under a Job template or a volume claim template
+
+
+F = _k8s_schema._Field
+
+
+@pytest.mark.parametrize(
+    ("tables", "roots", "expected"),
+    [
+        ({"A": {}, "B": {}}, ("A",), ["A"]),
+        ({"A": {"b": F("b", "B", False)}, "B": {}, "C": {}}, ("A",), ["A", "B"]),
+        ({"A": {"b": F("b", "list[B]", False)}, "B": {}}, ("A",), ["A", "B"]),
+        ({"A": {"b": F("b", "dict[str, list[B]]", False)}, "B": {}}, ("A",), ["A", "B"]),
+        ({"A": {"b": F("b", "dict(str, B)", False)}, "B": {}}, ("A",), ["A", "B"]),
+        ({"A": {"a": F("a", "A", False), "s": F("s", "str", True)}}, ("A",), ["A"]),
+        ({"A": {"b": F("b", "B", False)}, "B": {"a": F("a", "A", False)}}, ("B",), ["B", "A"]),
+        ({"A": {}}, ("Missing", "A"), ["A"]),
+    ],
+)
+def test_reached_follows_fields_through_lists_and_maps(
+    tables: dict[str, dict[str, _k8s_schema._Field]], roots: tuple[str, ...], expected: list[str]
+) -> None:
+    assert list(_k8s_schema.reached(tables, roots)) == expected
