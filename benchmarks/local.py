@@ -6,7 +6,9 @@ import of a DAG file, and building an operator from YAML at DAG parse (this repl
 figure                   ours                                    anchor / floor
 =======================  ======================================  ===============================
 validate start           ``jobsetctl validate FILE`` (a process) ``kubectl create --dry-run=server
-                                                                 -f FILE`` / ``python -c pass``
+                                                                 -f FILE`` / ``python -c pass``;
+                                                                 other anchor: pydantic + PyYAML
+                                                                 imported, one model validating
 validate one JobSet      load + validate in-process              server-side dry run / YAML load
 validation throughput    the same, back to back                  dry runs back to back / loads
 DAG-file import          ``airflow_provider_jobset.operators``   the ``job`` operators module of
@@ -47,6 +49,21 @@ from benchmarks.stats import percentile
 __all__ = ["run"]
 
 OURS_MODULE = "airflow_provider_jobset.operators"
+
+#: The least a command that validates YAML with pydantic models pays: the two imports, one
+#: model's build and one value validated (with pydantic's plugins off, as ``jobsetctl`` runs).
+DEPENDENCIES = (
+    "python importing pydantic and PyYAML, one model validating one YAML value "
+    "(what any command built on them pays)"
+)
+_DEPENDENCIES_CODE = (
+    "from typing import Annotated\n"
+    "import yaml\n"
+    "from pydantic import BaseModel, Field\n"
+    "class M(BaseModel):\n"
+    "    x: Annotated[int, Field(ge=0)]\n"
+    "M.model_validate(yaml.safe_load('x: 1'))\n"
+)
 ANCHOR_MODULE = "airflow.providers.cncf.kubernetes.operators.job"
 
 
@@ -178,7 +195,10 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
     compiled = _Started(jobsetctl, dict(plain, PYTHONDONTWRITEBYTECODE="1"))
     anchor = _Started([*kubectl, "-o", "name"], env)
     floor = _Started([sys.executable, "-c", "pass"], env)
-    _time_starts([ours, compiled, anchor, floor], ctx.profile.starts)
+    dependencies = _Started(
+        [sys.executable, "-c", _DEPENDENCIES_CODE], dict(env, PYDANTIC_DISABLE_PLUGINS="__all__")
+    )
+    _time_starts([ours, compiled, anchor, floor, dependencies], ctx.profile.starts)
 
     def p50(xs: Sequence[float]) -> float | None:
         return percentile(xs, 50)
@@ -194,16 +214,18 @@ def _starts(ctx: Context, namespace: str) -> list[Figure]:
             anchor_name="kubectl create --dry-run=server -f "
             "(the server's and the webhook's checks)",
             floor_name="python -c pass (the interpreter's start)",
+            other_anchor={DEPENDENCIES: p50(dependencies.wall)},
             max=max(ours.wall),
             anchor_max=max(anchor.wall),
             bytecode="a folder of the run's own (PYTHONPYCACHEPREFIX), written by an untimed "
             "first run, as an installed wheel has its modules compiled",
-            rounds="each round starts ours, the checkout compiled, the anchor and the floor "
-            "once, one after the other",
+            rounds="each round starts ours, the checkout compiled, the anchor, the floor and "
+            "the dependencies' least once each, one after the other",
             checkout_compiled_each_start_p50=p50(compiled.wall),
             cpu_p50=p50(ours.cpu),
             anchor_cpu_p50=p50(anchor.cpu),
             floor_cpu_p50=p50(floor.cpu),
+            dependencies_cpu_p50=p50(dependencies.cpu),
         )
     ]
 
