@@ -89,13 +89,27 @@ def script() -> int:
 
     Such a process does not load pydantic's plugins (hooks for observability tools, found by
     reading every installed distribution's entry points: about 35 ms of a start in an Airflow
-    environment) unless ``PYDANTIC_DISABLE_PLUGINS`` says otherwise. :func:`main` itself
-    changes no environment: a program that calls it keeps its own.
+    environment) unless ``PYDANTIC_DISABLE_PLUGINS`` says otherwise.
+
+    Nor does it collect cyclic garbage while it starts: what a start builds (modules, the
+    models' validators) lives until the process ends, and the collections that walk it find
+    almost nothing (about 10 ms of a ``validate``). A command that talks to a cluster turns
+    collection back on when it begins (it may wait for hours); the offline ones end first.
+    At the end the objects are frozen, so the interpreter's exit frees them without walking
+    them all once more (about 25 ms); ``atexit`` handlers and the streams' flush run as ever.
+
+    :func:`main` itself changes no environment, and leaves the collector as it found it: a
+    program that calls it keeps its own.
     """
+    import gc
     import os
 
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    return main()
+    gc.disable()
+    try:
+        return main()
+    finally:
+        gc.freeze()
 
 
 #: The exit code after the reader of standard output went away: 128 + SIGPIPE, what a shell

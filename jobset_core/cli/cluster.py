@@ -121,6 +121,8 @@ def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[in
     exit code."""
 
     def run(args: argparse.Namespace, streams: Streams) -> int:
+        import gc
+
         from jobset_core.blocking import run as blocking_run
         from jobset_core.errors import (
             ConfigError,
@@ -131,6 +133,11 @@ def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[in
             WaitTimeout,
         )
 
+        # The console script starts with cyclic collection off (see cli.script): a command
+        # that may wait for hours collects garbage as every long-lived process does, and
+        # leaves the collector as it found it.
+        collecting = gc.isenabled()
+        gc.enable()
         try:
             return blocking_run(lambda: work(args, streams))
         except SpecError as err:
@@ -155,6 +162,9 @@ def _guard(name: str, work: Callable[[argparse.Namespace, Streams], Awaitable[in
         except KeyboardInterrupt:
             _say(streams.err, f"jobsetctl {name}: interrupted")
             return 130
+        finally:
+            if not collecting:
+                gc.disable()
 
     return run
 

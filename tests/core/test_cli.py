@@ -379,3 +379,30 @@ def test_installed_console_script(tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)] == ["Service", "Job"]
+
+
+@pytest.mark.parametrize("collecting", [True, False], ids=["collector on", "collector off"])
+def test_a_cluster_command_collects_garbage_while_it_runs_and_leaves_the_collector_as_found(
+    collecting: bool,
+) -> None:
+    # The console script starts with the collector off; a cluster command may wait for hours,
+    # so it runs with it on, whatever it found, and restores what it found.
+    import gc
+
+    from jobset_core.cli.cluster import _guard
+
+    seen: list[bool] = []
+
+    async def work(args: argparse.Namespace, streams: cli.Streams) -> int:
+        seen.append(gc.isenabled())
+        return 7
+
+    streams = cli.Streams(io.StringIO(), io.StringIO(), io.StringIO())
+    before = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        code = _guard("status", work)(argparse.Namespace(), streams)
+        after = gc.isenabled()
+    finally:
+        (gc.enable if before else gc.disable)()
+    assert (code, seen, after) == (7, [True], collecting)

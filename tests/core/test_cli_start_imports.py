@@ -56,12 +56,14 @@ os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
 from jobset_core import cli
 sys.argv = ["jobsetctl", "validate", sys.argv[1]]
 code = cli.{call}
-import pydantic, pydantic.plugin._loader as loader
+import gc, pydantic, pydantic.plugin._loader as loader
 print(json.dumps({{
     "code": code,
     "scanned": loader._plugins is not None,
     "env": os.environ.get("PYDANTIC_DISABLE_PLUGINS"),
     "pydantic": pydantic.VERSION,
+    "collecting": gc.isenabled(),
+    "frozen": gc.get_freeze_count() > 0,
 }}))
 """
 
@@ -70,8 +72,9 @@ def test_the_console_script_does_not_scan_for_pydantic_plugins_and_main_changes_
     tmp_path: Path,
 ) -> None:
     # jobsetctl (the console script) is a process of its own: the scan of every installed
-    # distribution's entry points for pydantic plugins is skipped; main(), called by a
-    # program, leaves that program's environment and pydantic alone.
+    # distribution's entry points for pydantic plugins is skipped, and the start collects
+    # no cyclic garbage and leaves its objects frozen for the exit; main(), called by a
+    # program, leaves that program's environment, pydantic and collector alone.
     runs = {}
     for call in ("script()", "main(sys.argv[1:])"):
         done = fresh_python(SCRIPT_PROBE.format(call=call), EXAMPLE, cache_home=tmp_path)
@@ -79,9 +82,21 @@ def test_the_console_script_does_not_scan_for_pydantic_plugins_and_main_changes_
     # pydantic reads the variable from 2.7 on (the KFP side's environment has 2.6: it scans).
     major, minor = (int(part) for part in runs["script()"].pop("pydantic").split(".")[:2])
     honoured = (major, minor) >= (2, 7)
-    assert runs["script()"] == {"code": 0, "scanned": not honoured, "env": "__all__"}
+    assert runs["script()"] == {
+        "code": 0,
+        "scanned": not honoured,
+        "env": "__all__",
+        "collecting": False,
+        "frozen": True,
+    }
     runs["main(sys.argv[1:])"].pop("pydantic")
-    assert runs["main(sys.argv[1:])"] == {"code": 0, "scanned": True, "env": None}
+    assert runs["main(sys.argv[1:])"] == {
+        "code": 0,
+        "scanned": True,
+        "env": None,
+        "collecting": True,
+        "frozen": False,
+    }
 
 
 def test_importing_the_package_or_its_cli_imports_no_model() -> None:
